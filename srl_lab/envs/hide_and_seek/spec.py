@@ -1,0 +1,93 @@
+"""Constants and the observation/action contract shared by both hide-and-seek variants.
+
+Every figure here comes from the project's hide-and-seek specification (OpenAI's released
+environment). Both the lite and the MuJoCo variant build their spaces from ``observation_shapes``
+so the same policy, trainer and dashboards run on either.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FLOOR_SIZE = 6.0  # m
+GRID_SIZE = 30  # placement grid cells per side (0.2 m)
+CELL = FLOOR_SIZE / GRID_SIZE
+AGENT_RADIUS = 0.15
+BOX_SIZE = 0.5
+ELONGATED_BOX = (1.65, 0.15, 0.5)
+INTERIOR_WALL_HEIGHT = 0.5
+OUTER_WALL_HEIGHT = 4.0
+WALL_THICKNESS = 0.1
+SUBSTEPS = 15
+SUBSTEP_DT = 0.005
+STEP_DT = SUBSTEPS * SUBSTEP_DT  # 0.075 s
+PREP_FRACTION = 0.4
+GRAB_RADIUS = 0.25
+LOCK_RADIUS = 0.25
+VIEW_HALF_ANGLE = np.deg2rad(67.5)  # 135 degree cone
+LIDAR_RAYS = 30
+LIDAR_RANGE = 6.0
+FORCE_BUCKETS = 11
+FORCE_SCALE = 100.0
+ACTION_NVEC = (11, 11, 11, 2, 2)  # force x, force y, torque z, grab, lock
+OUT_OF_BOUNDS_PENALTY = -10.0
+DEFAULT_HORIZON = {"quadrant": 80, "randomwalls": 240}
+
+SELF_DIM = 10
+AGENT_DIM = 10
+ENTITY_DIM = 15  # boxes and ramps
+
+EPISODE_STAT_KEYS = (
+    "hider_return",
+    "seeker_return",
+    "hidden_fraction",
+    "max_box_move_prep",
+    "max_box_move",
+    "num_box_lock_prep",
+    "num_box_lock",
+    "max_ramp_move_prep",
+    "max_ramp_move",
+    "num_ramp_lock_prep",
+    "num_ramp_lock",
+)
+
+
+def action_values(bucket: np.ndarray) -> np.ndarray:
+    """Map an action bucket 0..10 to its force/torque: linspace(-0.9, 0.9) * 100."""
+    return (np.asarray(bucket, dtype=np.float32) / (FORCE_BUCKETS - 1) * 1.8 - 0.9) * FORCE_SCALE
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How many entities an environment has; arrays are padded to these maxima."""
+
+    n_hiders: int = 2
+    n_seekers: int = 2
+    n_boxes: int = 2
+    n_ramps: int = 1
+
+    @property
+    def n_agents(self) -> int:
+        return self.n_hiders + self.n_seekers
+
+
+def observation_shapes(layout: Layout) -> dict[str, tuple[int, ...]]:
+    """Per-agent observation shapes (the batched interface prepends ``[n_envs, n_agents]``)."""
+    others = layout.n_agents - 1
+    return {
+        "observation_self": (SELF_DIM,),
+        "agent_qpos_qvel": (others, AGENT_DIM),
+        "box_obs": (layout.n_boxes, ENTITY_DIM),
+        "ramp_obs": (layout.n_ramps, ENTITY_DIM),
+        "lidar": (LIDAR_RAYS,),
+        "mask_aa_obs": (others,),
+        "mask_ab_obs": (layout.n_boxes,),
+        "mask_ar_obs": (layout.n_ramps,),
+        "mask_aa_obs_spoof": (others,),
+        "mask_ab_obs_spoof": (layout.n_boxes,),
+        "mask_ar_obs_spoof": (layout.n_ramps,),
+    }
+
+
+OBS_DTYPE = np.float32  # every observation array, masks included (0.0 / 1.0)
