@@ -10,8 +10,8 @@ that environment's observation, arrays ``[num_agents, ...]`` laid out as in ``sp
 What a variant must support:
 
 * **Walls** — any number of axis-aligned segments; each becomes a static slab ``WALL_THICKNESS``
-  thick, extended by half a thickness past both ends so that corners close. Walls block movement
-  and line of sight. The scenario's own walls are removed.
+  thick whose length is exactly the segment's (so a 2-cell door is 0.4 m wide). Walls block
+  movement and line of sight. The scenario's own walls are removed.
 * **Agents** — exactly ``n_hiders`` hiders then ``n_seekers`` seekers (the env's layout, in agent
   order); each at ``(x, y)`` with ``heading`` (radians, world frame, 0 = +x) and velocity.
 * **Boxes / ramps** — at most the env's ``n_boxes`` / ``n_ramps``; missing ones are padding
@@ -66,10 +66,11 @@ class Wall:
             raise ValueError(f"walls must be axis-aligned: {self}")
 
     def rect(self) -> tuple[float, float, float, float]:
-        """Footprint ``(xmin, ymin, xmax, ymax)``: the segment thickened and end-extended."""
+        """Footprint ``(xmin, ymin, xmax, ymax)``: the segment thickened across its length."""
         h = spec.WALL_THICKNESS / 2
-        return (min(self.x0, self.x1) - h, min(self.y0, self.y1) - h,
-                max(self.x0, self.x1) + h, max(self.y0, self.y1) + h)
+        hx, hy = (h, 0.0) if self.x0 == self.x1 else (0.0, h)
+        return (min(self.x0, self.x1) - hx, min(self.y0, self.y1) - hy,
+                max(self.x0, self.x1) + hx, max(self.y0, self.y1) + hy)
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,11 @@ class Scene:
 
 
 def outer_walls(size: float = spec.FLOOR_SIZE) -> list[Wall]:
-    """The four walls around the floor ``[0, size]²`` (centred on its edges)."""
+    """The four walls around the floor ``[0, size]²`` (centred on its edges; corners closed)."""
+    h = spec.WALL_THICKNESS / 2
     return [
-        Wall(0.0, 0.0, size, 0.0, spec.OUTER_WALL_HEIGHT),
-        Wall(0.0, size, size, size, spec.OUTER_WALL_HEIGHT),
+        Wall(-h, 0.0, size + h, 0.0, spec.OUTER_WALL_HEIGHT),
+        Wall(-h, size, size + h, size, spec.OUTER_WALL_HEIGHT),
         Wall(0.0, 0.0, 0.0, size, spec.OUTER_WALL_HEIGHT),
         Wall(size, 0.0, size, size, spec.OUTER_WALL_HEIGHT),
     ]
