@@ -1,0 +1,31 @@
+"""Advantage estimators on ``[T, B]`` arrays: GAE, with truncation bootstrapped correctly.
+
+At a step where the episode ends, the next value is 0 if it *terminated* and the value of the final
+observation (``trunc_values``) if it was *truncated* (time limit): cutting a time-limited episode is
+not the MDP ending, so its return must be bootstrapped.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def gae(rewards: np.ndarray, values: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+        trunc_values: np.ndarray, last_value: np.ndarray, gamma: float, lam: float
+        ) -> tuple[np.ndarray, np.ndarray]:
+    """Generalised advantage estimation; returns ``(advantages, returns)`` shaped ``[T, B]``.
+
+    delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), where V(s_{t+1}) is 0 after termination,
+    ``trunc_values[t]`` after truncation, else ``values[t+1]`` (``last_value`` at t = T-1);
+    A_t = delta_t + gamma * lam * A_{t+1}, with the recursion cut where the episode ended.
+    """
+    T = rewards.shape[0]
+    ended = terminated | truncated
+    next_values = np.concatenate([values[1:], last_value[None]], axis=0)
+    next_values = np.where(terminated, 0.0, np.where(truncated, trunc_values, next_values))
+    deltas = rewards + gamma * next_values - values
+    advantages = np.zeros_like(values, dtype=np.float32)
+    running = np.zeros_like(last_value, dtype=np.float32)
+    for t in reversed(range(T)):
+        running = deltas[t] + gamma * lam * np.where(ended[t], 0.0, running)
+        advantages[t] = running
+    return advantages, (advantages + values).astype(np.float32)

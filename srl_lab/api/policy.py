@@ -1,0 +1,135 @@
+"""The policy interface every network implements, and the action distributions it uses.
+
+A ``Policy`` maps a batch of observations (rows = env x agent) to an action distribution and a value.
+The actor/policy workers only call ``act``; the trainer calls ``evaluate``. Both run the same module,
+so inline and remote inference share one code path.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from torch.distributions import Categorical, Distribution, Normal
+
+TensorObs = Any  # a tensor, or a dict of tensors for dict observation spaces
+
+
+class MultiCategorical(Distribution):
+    """Independent categoricals, one per action component (gymnasium ``MultiDiscrete``)."""
+
+    arg_constraints: dict = {}
+
+    def __init__(self, logits: torch.Tensor, nvec: tuple[int, ...]):
+        super().__init__(validate_args=False)
+        self.parts = [Categorical(logits=chunk) for chunk in torch.split(logits, list(nvec), dim=-1)]
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        return torch.stack([p.sample(sample_shape) for p in self.parts], dim=-1)
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        return sum(p.log_prob(value[..., i]) for i, p in enumerate(self.parts))
+
+    def entropy(self) -> torch.Tensor:
+        return sum(p.entropy() for p in self.parts)
+
+
+class ActionHead(nn.Module):
+    """Maps features to the distribution of a gymnasium action space (Discrete/MultiDiscrete/Box)."""
+
+    def __init__(self, space: gym.Space, in_dim: int, init_scale: float = 0.01):
+        super().__init__()
+        self.space = space
+        if isinstance(space, gym.spaces.Discrete):
+            out = int(space.n)
+        elif isinstance(space, gym.spaces.MultiDiscrete):
+            out = int(np.sum(space.nvec))
+        elif isinstance(space, gym.spaces.Box):
+            out = int(np.prod(space.shape))
+            self.log_std = nn.Parameter(torch.zeros(out))
+        else:
+            raise TypeError(f"unsupported action space {space}")
+        self.linear = layer_init(nn.Linear(in_dim, out), std=init_scale)
+
+    def forward(self, features: torch.Tensor) -> Distribution:
+        out = self.linear(features)
+        if isinstance(self.space, gym.spaces.Discrete):
+            return Categorical(logits=out)
+        if isinstance(self.space, gym.spaces.MultiDiscrete):
+            return MultiCategorical(out, tuple(int(n) for n in self.space.nvec))
+        return _DiagNormal(out, self.log_std.expand_as(out).exp())
+
+
+class _DiagNormal(Normal):
+    """A diagonal Gaussian whose log_prob/entropy sum over the action dimensions."""
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        return super().log_prob(value).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return super().entropy().sum(-1)
+
+
+def layer_init(layer: nn.Linear, std: float = float(np.sqrt(2)), bias: float = 0.0) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class Policy(nn.Module):
+    """Base class: subclasses implement ``distribution_and_value``.
+
+    ``observation_space`` / ``action_space`` are per agent; the launcher checks them against the
+    environment before anything starts.
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space):
+        super().__init__()
+        self.observation_space = observation_space
+        self.action_space = action_space
+
+    def distribution_and_value(self, obs: TensorObs) -> tuple[Distribution, torch.Tensor]:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def act(self, obs: TensorObs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample actions for a batch: ``(actions, log_probs, values)``."""
+        dist, value = self.distribution_and_value(obs)
+        actions = dist.sample()
+        return actions, dist.log_prob(actions), value
+
+    def evaluate(self, obs: TensorObs, actions: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(log_probs, entropy, values)`` of given actions, with gradients, for training."""
+        dist, value = self.distribution_and_value(obs)
+        return dist.log_prob(actions), dist.entropy(), value
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """A numpy copy of the parameters and buffers, for the parameter stream."""
+        return {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}
+
+    def load_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()})
+
+
+def obs_to_tensor(obs: Any, device: torch.device | str = "cpu") -> TensorObs:
+    """numpy rows (array or dict of arrays) -> float tensors on ``device``."""
+    if isinstance(obs, dict):
+        return {k: obs_to_tensor(v, device) for k, v in obs.items()}
+    return torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=device)
+
+
+def spaces_compatible(expected: gym.Space, actual: gym.Space) -> bool:
+    """Same kind and shape (bounds may differ): what a network built for ``expected`` can consume."""
+    if type(expected) is not type(actual):
+        return False
+    if isinstance(expected, gym.spaces.Dict):
+        return expected.keys() == actual.keys() and all(
+            spaces_compatible(expected[k], actual[k]) for k in expected.keys())
+    if isinstance(expected, gym.spaces.Discrete):
+        return expected.n == actual.n
+    if isinstance(expected, gym.spaces.MultiDiscrete):
+        return tuple(expected.nvec) == tuple(actual.nvec)
+    return expected.shape == actual.shape

@@ -1,0 +1,183 @@
+"""Typed experiment configuration, validated before anything launches.
+
+Every check names the offending field and says how to fix it, so a typo costs a second, not a
+cluster allocation. ``ExperimentConfig.validate()`` runs the checks that need nothing but the config
+and one local environment instance; ``srl_lab.system.controller.launch`` adds the checks that need the
+cluster (e.g. a GPU was requested but no Dask worker offers one).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; ``field`` is the dotted path of the offending entry."""
+
+    def __init__(self, field: str, problem: str, fix: str):
+        self.field = field
+        super().__init__(f"{field}: {problem}. Fix: {fix}")
+
+
+@dataclass
+class EnvConfig:
+    """Which environment to run: a registered name / gymnasium id, or a factory callable.
+
+    A factory (e.g. a class defined in a notebook cell) is called as ``factory(**kwargs)`` for a
+    single gymnasium env; it travels to the workers with cloudpickle at launch.
+    """
+
+    id: str | None = "CartPole-v1"
+    factory: Callable[..., Any] | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ActorConfig:
+    """Actor workers: each runs a ring of ``ring_size`` env groups of ``envs_per_group`` envs."""
+
+    workers: int = 2
+    ring_size: int = 2
+    envs_per_group: int = 16
+    fragment_length: int = 64
+
+
+@dataclass
+class InferenceConfig:
+    """``inline``: the policy runs inside each actor process. ``remote``: dedicated policy workers."""
+
+    mode: Literal["inline", "remote"] = "inline"
+    policy_workers: int = 1
+    max_batch_rows: int = 4096  # cap on rows merged into one forward pass
+    device: str = "cpu"  # "cuda" places policy workers on Dask workers offering resource GPU
+    weight_poll_s: float = 0.05
+
+
+@dataclass
+class TrainerConfig:
+    """The trainer: consumes fragments, runs the algorithm, publishes versioned weights."""
+
+    batch_steps: int = 4096  # env-agent steps per training batch
+    max_version_lag: int = 2  # fragments whose oldest step is older than this are dropped (counted)
+    device: str = "cpu"
+    checkpoint_every_versions: int = 50
+    buffer_fragments: int = 256  # receive high-water mark: a slow trainer slows actors
+
+
+@dataclass
+class PPOConfig:
+    lr: float = 2.5e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    epochs: int = 4
+    minibatch_size: int = 1024
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    anneal_lr_steps: int = 0  # linearly anneal lr to 0 over this many env steps (0: constant)
+
+
+@dataclass
+class PolicyConfig:
+    """The network. ``factory(observation_space, action_space) -> Policy`` overrides the MLP."""
+
+    hidden: tuple[int, ...] = (64, 64)
+    factory: Callable[..., Any] | None = None
+
+
+@dataclass
+class ExperimentConfig:
+    name: str = "cartpole"
+    env: EnvConfig = field(default_factory=EnvConfig)
+    actors: ActorConfig = field(default_factory=ActorConfig)
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    seed: int = 0
+    run_dir: str | None = None  # defaults to runs/<name>-<timestamp>
+    metrics_interval_s: float = 1.0
+
+    def validate(self) -> "ExperimentConfig":
+        """Raise ``ConfigError`` naming the first invalid field; returns self for chaining."""
+        _positive(self.actors.workers, "actors.workers", "the number of actor worker processes, e.g. 2")
+        _positive(self.actors.ring_size, "actors.ring_size", "the number of env groups per actor, e.g. 2")
+        _positive(self.actors.envs_per_group, "actors.envs_per_group", "envs stepped together, e.g. 16")
+        _positive(self.actors.fragment_length, "actors.fragment_length", "steps per fragment, e.g. 64")
+        _positive(self.trainer.batch_steps, "trainer.batch_steps", "env steps per update, e.g. 4096")
+        _positive(self.ppo.epochs, "ppo.epochs", "passes over each batch, e.g. 4")
+        _positive(self.ppo.minibatch_size, "ppo.minibatch_size", "e.g. 1024")
+        if self.trainer.max_version_lag < 0:
+            raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
+                              "use 0 for strictly on-policy samples or a small positive lag")
+        if self.inference.mode not in ("inline", "remote"):
+            raise ConfigError("inference.mode", f"unknown mode {self.inference.mode!r}",
+                              "use 'inline' (policy in the actor) or 'remote' (policy workers)")
+        if self.inference.mode == "remote":
+            _positive(self.inference.policy_workers, "inference.policy_workers", "e.g. 1")
+        for name in ("inference.device", "trainer.device"):
+            device = _get(self, name)
+            if not (device == "cpu" or device.startswith("cuda")):
+                raise ConfigError(name, f"unknown device {device!r}", "use 'cpu' or 'cuda'")
+        if (self.env.id is None) == (self.env.factory is None):
+            raise ConfigError("env.id", "give exactly one of env.id and env.factory",
+                              "set env.id to a registered name or gymnasium id, or env.factory to a callable")
+        from srl_lab.envs.factory import check_env_and_policy
+
+        check_env_and_policy(self)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly view (callables are recorded by name) for the run directory."""
+        return _jsonable(dataclasses.asdict(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ExperimentConfig":
+        """Rebuild a config saved by ``to_dict`` (factories are not restorable and come back None)."""
+        sections = {f.name: f.type for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in d.items():
+            if key not in sections:
+                raise ConfigError(key, "unknown config section", f"use one of {sorted(sections)}")
+            sub = {"env": EnvConfig, "actors": ActorConfig, "inference": InferenceConfig,
+                   "trainer": TrainerConfig, "ppo": PPOConfig, "policy": PolicyConfig}.get(key)
+            if sub is None:
+                kwargs[key] = value
+                continue
+            names = {f.name for f in dataclasses.fields(sub)}
+            unknown = set(value) - names
+            if unknown:
+                raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown field", f"use one of {sorted(names)}")
+            value = {k: (None if isinstance(v, str) and v.startswith("<callable") else v) for k, v in value.items()}
+            if "hidden" in value:
+                value["hidden"] = tuple(value["hidden"])
+            kwargs[key] = sub(**value)
+        return cls(**kwargs)
+
+
+def _get(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _positive(value: Any, name: str, example: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(name, f"must be a positive integer, got {value!r}", f"set it to {example}")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if callable(value):
+        return f"<callable {getattr(value, '__qualname__', type(value).__name__)}>"
+    return value

@@ -1,0 +1,105 @@
+"""Trajectory fragments: what actors build step by step and trainers validate and batch.
+
+A fragment holds ``T`` consecutive steps of one env group (``B`` = envs x agents rows). It is sent
+once the value *after* its last step is known (the first inference of the next fragment), so the
+trainer can bootstrap without a second network pass.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from srl_lab.api.tree import tree_concat, tree_first_leaf, tree_stack
+
+FRAGMENT_KEYS = ("obs", "actions", "logp", "values", "rewards", "terminated", "truncated",
+                 "trunc_values", "versions", "last_value")
+
+
+class FragmentBuilder:
+    def __init__(self, length: int, rows: int):
+        self.length = length
+        self.rows = rows
+        self.obs: list[Any] = []
+        self.actions: list[np.ndarray] = []
+        self.logp: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+        self.versions: list[int] = []
+        self.rewards: list[np.ndarray] = []
+        self.terminated: list[np.ndarray] = []
+        self.truncated: list[np.ndarray] = []
+        self.trunc_values = np.zeros((length, rows), dtype=np.float32)
+        self.episodes: list[dict[str, float]] = []
+        self.env_errors = 0
+
+    @property
+    def steps(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def full(self) -> bool:
+        return self.steps == self.length
+
+    def add_policy_step(self, obs: Any, actions: np.ndarray, logp: np.ndarray, values: np.ndarray,
+                        version: int) -> None:
+        self.obs.append(obs)
+        self.actions.append(actions)
+        self.logp.append(logp)
+        self.values.append(values)
+        self.versions.append(version)
+
+    def add_env_step(self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> None:
+        self.rewards.append(rewards)
+        self.terminated.append(terminated)
+        self.truncated.append(truncated)
+
+    def arrays(self, last_value: np.ndarray) -> dict[str, Any]:
+        return {
+            "obs": tree_stack(self.obs),
+            "actions": np.stack(self.actions),
+            "logp": np.stack(self.logp).astype(np.float32, copy=False),
+            "values": np.stack(self.values).astype(np.float32, copy=False),
+            "rewards": np.stack(self.rewards).astype(np.float32, copy=False),
+            "terminated": np.stack(self.terminated),
+            "truncated": np.stack(self.truncated),
+            "trunc_values": self.trunc_values,
+            "versions": np.asarray(self.versions, dtype=np.int64),
+            "last_value": np.asarray(last_value, dtype=np.float32),
+        }
+
+
+def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
+    """Why a decoded fragment is unusable, or None if it is well formed."""
+    if set(arrays) != set(FRAGMENT_KEYS):
+        return f"keys {sorted(arrays)} differ from {sorted(FRAGMENT_KEYS)}"
+    rows = arrays["last_value"].shape
+    if len(rows) != 1:
+        return "last_value must be 1-D"
+    expect = (length, rows[0])
+    for key in ("logp", "values", "rewards", "terminated", "truncated", "trunc_values"):
+        if arrays[key].shape != expect:
+            return f"{key} has shape {arrays[key].shape}, expected {expect}"
+    for key in ("terminated", "truncated"):
+        if arrays[key].dtype != np.bool_:
+            return f"{key} must be boolean"
+    if arrays["versions"].shape != (length,):
+        return "versions must have one entry per step"
+    leaves = [arrays["actions"], tree_first_leaf(arrays["obs"])]
+    if isinstance(arrays["obs"], dict):
+        leaves += list(arrays["obs"].values())
+    if any(leaf.shape[:2] != expect for leaf in leaves):
+        return "obs/actions rows do not match"
+    for key in ("logp", "values", "rewards", "trunc_values", "last_value"):
+        if not np.isfinite(arrays[key]).all():
+            return f"{key} holds non-finite numbers"
+    return None
+
+
+def batch_fragments(fragments: list[dict[str, Any]]) -> dict[str, Any]:
+    """Concatenate fragments along the row axis: ``[T, B1+B2+...]`` (``last_value`` along rows)."""
+    batch = {k: tree_concat([f[k] for f in fragments], axis=1)
+             for k in FRAGMENT_KEYS if k not in ("versions", "last_value")}
+    batch["last_value"] = np.concatenate([f["last_value"] for f in fragments])
+    batch["versions"] = np.concatenate(
+        [np.repeat(f["versions"][:, None], f["last_value"].shape[0], axis=1) for f in fragments], axis=1)
+    return batch
