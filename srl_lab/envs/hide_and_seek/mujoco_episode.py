@@ -28,6 +28,7 @@ class Episode:
                  room: tuple[float, float, float, float] | None = None) -> None:
         scene.validate(layout)
         self.layout, self.scenario, self.room = layout, scenario, room
+        self.wall_rects = [wall.rect() for wall in scene.walls]
         self.horizon, self.prep = horizon, prep_steps(horizon)
         self.world: World = build_world(scene)
         w = self.world
@@ -110,8 +111,7 @@ class Episode:
         self.kin = kin = read_kinematics(w)
         n_a, n_b, n_r = len(self.team), w.n_boxes, w.n_ramps
         targets = np.concatenate([kin.agent_pos, aim_points(w, kin)])
-        bodies = np.concatenate([w.agent_body, w.obj_body])
-        sight, lidar = cast(w, kin, targets, bodies)
+        sight, lidar = cast(w, kin, targets)
         visible = sight & in_cone(kin.agent_pos, kin.agent_yaw, targets)
         self.sees_agent = visible[:, :n_a]
         self.sees_obj = visible[:, n_a:]

@@ -58,10 +58,14 @@ def in_cone(origin: np.ndarray, yaw: np.ndarray, targets: np.ndarray) -> np.ndar
     return ahead >= COS_HALF_CONE * np.linalg.norm(d, axis=-1)
 
 
-def cast(world: World, kin: Kinematics, targets: np.ndarray, target_body: np.ndarray
-         ) -> tuple[np.ndarray, np.ndarray]:
-    """Line of sight ``[A, T]`` (first geom hit belongs to the target's body) and lidar ``[A, 30]``."""
+def cast(world: World, kin: Kinematics, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Line of sight ``[A, A + O]`` to every agent then object, and lidar ``[A, 30]``.
+
+    ``targets[A + O, 3]`` are the agents' centres then the objects' aim points; a target is in
+    sight when the first geom its ray hits belongs to the target's body.
+    """
     model, data = world.model, world.data
+    target_body = np.concatenate([world.agent_body, world.obj_body])
     n_a, n_t = len(kin.agent_pos), len(targets)
     n = n_t + spec.LIDAR_RAYS
     geom = np.empty(n, dtype=np.int32)
@@ -73,6 +77,7 @@ def cast(world: World, kin: Kinematics, targets: np.ndarray, target_body: np.nda
     for a in range(n_a):
         origin = kin.agent_pos[a]
         vecs[:n_t] = targets - origin
+        vecs[a] = LIDAR_VECS[0]  # an agent's ray to itself is meaningless; keep the vector non-zero
         mujoco.mj_multiRay(model, data, origin, vecs.reshape(-1), RAY_GROUPS, 1, int(world.agent_body[a]),
                            geom, dist, None, n, 1e3)
         hit = geom[:n_t]
