@@ -1,0 +1,223 @@
+"""``hide_and_seek_lite``: a fast 2-D top-down hide-and-seek, N environments per call.
+
+It keeps the contract of the faithful MuJoCo variant (observation keys and shapes, actions,
+rewards, preparation phase, grab, team-owned locks, episode statistics) and simplifies the world:
+
+* the world is flat: no gravity, no 3-D, so **no climbing** onto boxes or over walls and **no box
+  surfing**; every height in the observations is a constant;
+* boxes are axis-aligned rectangles that never rotate (elongated ones are x- or y-aligned at
+  spawn and stay so); their yaw reads 0 and their angular velocity 0;
+* ramps are approximated by a movable 0.5 m square footprint (``scene.RAMP_SIZE``) that agents can
+  push, grab and lock like a box; the direction it rises towards is kept (``yaw``, a multiple of
+  90°) for observations and rendering, but nothing can climb it;
+* agents are discs: linear damping 10, force/torque from the action buckets, angular velocity =
+  torque / damping (their rotational inertia is negligible); held objects follow their holder
+  through a rigid offset joint rather than a weld;
+* contacts are resolved by position projection (see ``lite_physics``): no restitution and no
+  friction between bodies, floor friction on boxes only;
+* line of sight runs centre to centre; walls, boxes and ramps block it, agents do not.
+
+The kernels are compiled with numba when it is importable and run as plain Python otherwise
+(``SRL_LAB_NUMBA=0`` forces that), giving the same results.
+"""
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+
+from srl_lab.api.env import StepResult
+from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS
+from srl_lab.envs.hide_and_seek.lite_step import N_STATS, ACC_SIZE, begin_episode, reset_envs, step_all
+from srl_lab.envs.hide_and_seek.scene import (
+    HIDER, PLAY_AREA, RAMP_SIZE, SEEKER, Agent, Box, Ramp, Scene, Wall,
+)
+
+SCENARIOS = {"quadrant": QUADRANT, "randomwalls": RANDOMWALLS}
+DEFAULT_BOXES = {"quadrant": 2, "randomwalls": 9}
+DEFAULT_RAMPS = {"quadrant": 1, "randomwalls": 2}
+MAX_WALLS = 64  # capacity per env; generated worlds use at most 10
+UNIFORMS_PER_RESET = 256
+MASK_KEYS = ("mask_aa_obs", "mask_ab_obs", "mask_ar_obs",
+             "mask_aa_obs_spoof", "mask_ab_obs_spoof", "mask_ar_obs_spoof")
+
+
+def observation_space(layout: spec.Layout) -> gym.spaces.Dict:
+    """The per-agent observation space of a layout (masks in [0, 1], features unbounded)."""
+    return gym.spaces.Dict({
+        key: gym.spaces.Box(0.0 if key in MASK_KEYS else -np.inf, 1.0 if key in MASK_KEYS else np.inf,
+                            shape, dtype=spec.OBS_DTYPE)
+        for key, shape in spec.observation_shapes(layout).items()
+    })
+
+
+class HideAndSeekLite:
+    """A batch of ``num_envs`` lite hide-and-seek worlds (an ``EnvGroup``; hiders first, then seekers)."""
+
+    def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
+                 n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
+                 seed: int | None = None) -> None:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of {sorted(SCENARIOS)}")
+        if not (1 <= n_hiders <= 3 and 1 <= n_seekers <= 3):
+            raise ValueError("hide-and-seek takes 1-3 hiders and 1-3 seekers")
+        self.scenario = scenario
+        self.layout = spec.Layout(n_hiders, n_seekers,
+                                  DEFAULT_BOXES[scenario] if n_boxes is None else n_boxes,
+                                  DEFAULT_RAMPS[scenario] if n_ramps is None else n_ramps)
+        self.horizon = spec.DEFAULT_HORIZON[scenario] if horizon is None else int(horizon)
+        self.prep_steps = int(round(spec.PREP_FRACTION * self.horizon))
+        self.num_envs = int(num_envs)
+        self.num_agents = self.layout.n_agents
+        self.observation_space = observation_space(self.layout)
+        self.action_space = gym.spaces.MultiDiscrete(spec.ACTION_NVEC)
+        self._area = PLAY_AREA[scenario]
+        self._seed = seed
+        n, a, o = self.num_envs, self.num_agents, self.layout.n_boxes + self.layout.n_ramps
+        self._ag = np.zeros((n, a, 6))
+        self._ob = np.zeros((n, o, 7))
+        self._oi = np.zeros((n, o, 4), np.int64)
+        self._walls = np.zeros((n, MAX_WALLS, 4))
+        self._n_walls = np.zeros(n, np.int64)
+        self._held = np.full((n, a), -1, np.int64)
+        self._hoff = np.zeros((n, a, 2))
+        self._vis = np.zeros((n, a, a + o), np.uint8)
+        self._t = np.zeros(n, np.int64)
+        self._ret = np.zeros((n, a))
+        self._acc = np.zeros((n, ACC_SIZE))
+        self._start = np.zeros((n, o, 2))
+        self._rng = np.random.default_rng(seed)
+        self._needs_reset = True
+
+    # --- EnvGroup -------------------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
+        """Start a fresh random episode in every env; ``seed`` (or the constructor's) fixes them."""
+        if seed is not None or self._needs_reset:
+            self._rng = np.random.default_rng(self._seed if seed is None else seed)
+        self._needs_reset = False
+        obs = self._new_obs()
+        self._reset_rows(np.arange(self.num_envs), obs)
+        return obs
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        """Step every env with ``actions[num_envs, num_agents, 5]``; finished envs reset in place."""
+        if self._needs_reset:
+            self.reset()
+        actions = self._check_actions(actions)
+        n = self.num_envs
+        reward = np.zeros((n, self.num_agents), np.float32)
+        done = np.zeros(n, np.bool_)
+        stats = np.zeros((n, N_STATS))
+        obs = self._new_obs()
+        step_all(self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._hoff,
+                 self._vis, self._t, self._ret, self._acc, self._start, actions, self.layout.n_hiders,
+                 self.layout.n_boxes, self.prep_steps, self.horizon, self._area[0], self._area[1],
+                 self.scenario == "quadrant", reward, done, stats, *obs.values())
+        final_obs = None
+        episodes: list[dict[str, float]] = []
+        ended = np.flatnonzero(done)
+        if ended.size:
+            final_obs = obs
+            obs = {k: v.copy() for k, v in obs.items()}
+            keys = (*spec.EPISODE_STAT_KEYS, "return", "length")
+            episodes = [dict(zip(keys, map(float, stats[e]))) for e in ended]
+            self._reset_rows(ended, obs)
+        return StepResult(obs, reward, np.zeros(n, np.bool_), done, final_obs, episodes)
+
+    def close(self) -> None:
+        """Nothing to release (kept for the ``EnvGroup`` protocol)."""
+
+    # --- hand-built scenes ----------------------------------------------------------------
+    def load_scene(self, env_index: int, scene: Scene) -> dict[str, np.ndarray]:
+        """Replace env ``env_index``'s state by ``scene`` (see ``scene.py``); return its observation."""
+        scene.validate(self.layout)
+        if len(scene.walls) > MAX_WALLS:
+            raise ValueError(f"a lite scene holds at most {MAX_WALLS} walls")
+        if self._needs_reset:
+            self.reset()
+        e = env_index
+        self._walls[e] = 0.0
+        for w, wall in enumerate(scene.walls):
+            self._walls[e, w] = wall.rect()
+        self._n_walls[e] = len(scene.walls)
+        self._ag[e] = 0.0
+        for i, agent in enumerate(scene.agents):
+            heading = (agent.heading + math.pi) % (2 * math.pi) - math.pi
+            self._ag[e, i] = (agent.x, agent.y, heading, agent.vx, agent.vy, 0.0)
+        self._ob[e] = 0.0
+        self._oi[e] = (0, 0, -1, -1)
+        n_boxes = self.layout.n_boxes
+        for b, box in enumerate(scene.boxes):
+            self._set_object(e, b, box.x, box.y, box.size_x / 2, box.size_y / 2, 0.0, 0, box.locked_by)
+        for r, ramp in enumerate(scene.ramps):
+            half = RAMP_SIZE[0] / 2
+            self._set_object(e, n_boxes + r, ramp.x, ramp.y, half, half, ramp.yaw, 1, ramp.locked_by)
+        self._t[e] = scene.t
+        obs = self._new_obs()
+        begin_episode(e, self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._vis,
+                      self._t, self._ret, self._acc, self._start, self.layout.n_hiders, n_boxes,
+                      self.prep_steps, *obs.values())
+        return {k: v[e].copy() for k, v in obs.items()}
+
+    def snapshot(self, env_index: int = 0) -> Scene:
+        """The current state of one env as a ``Scene`` (what ``render`` draws)."""
+        e = env_index
+        nh = self.layout.n_hiders
+        agents = [Agent(float(x), float(y), float(h), HIDER if i < nh else SEEKER, float(vx), float(vy))
+                  for i, (x, y, h, vx, vy, _) in enumerate(self._ag[e])]
+        walls = [_wall_from_rect(r) for r in self._walls[e, :self._n_walls[e]]]
+        boxes, ramps = [], []
+        for o in range(self._ob.shape[1]):
+            exists, kind, team, _ = self._oi[e, o]
+            if not exists:
+                continue
+            x, y, hx, hy, _, _, yaw = map(float, self._ob[e, o])
+            locked = int(team) if team >= 0 else None
+            if kind == 1:
+                ramps.append(Ramp(x, y, yaw, locked))
+            else:
+                boxes.append(Box(x, y, 2 * hx, 2 * hy, locked))
+        return Scene(agents, walls, boxes, ramps, int(self._t[e]))
+
+    def render(self, env_index: int = 0) -> np.ndarray:
+        """A top-down RGB ``uint8`` image of one env."""
+        from srl_lab.envs.hide_and_seek.render import render_scene
+
+        return render_scene(self.snapshot(env_index), prep=bool(self._t[env_index] < self.prep_steps))
+
+    # --- internals ------------------------------------------------------------------------
+    def _new_obs(self) -> dict[str, np.ndarray]:
+        return {k: np.empty((self.num_envs, self.num_agents, *shape), spec.OBS_DTYPE)
+                for k, shape in spec.observation_shapes(self.layout).items()}
+
+    def _reset_rows(self, envs: np.ndarray, obs: dict[str, np.ndarray]) -> None:
+        uniforms = self._rng.random((envs.size, UNIFORMS_PER_RESET))
+        reset_envs(envs.astype(np.int64), uniforms, SCENARIOS[self.scenario], self._ag, self._ob,
+                   self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
+                   self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.prep_steps,
+                   *obs.values())
+
+    def _set_object(self, e: int, o: int, x: float, y: float, hx: float, hy: float, yaw: float,
+                    kind: int, locked_by: int | None) -> None:
+        self._ob[e, o] = (x, y, hx, hy, 0.0, 0.0, yaw)
+        self._oi[e, o] = (1, kind, -1 if locked_by is None else locked_by, -1)
+
+    def _check_actions(self, actions: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(actions, dtype=np.int64)
+        if a.shape != (self.num_envs, self.num_agents, len(spec.ACTION_NVEC)):
+            raise ValueError(f"actions must have shape {(self.num_envs, self.num_agents, 5)}, got {a.shape}")
+        if a.min() < 0 or (a >= np.asarray(spec.ACTION_NVEC)).any():
+            raise ValueError(f"actions out of range for MultiDiscrete{spec.ACTION_NVEC}")
+        return a
+
+
+def _wall_from_rect(rect: np.ndarray) -> Wall:
+    """The segment whose ``Wall.rect()`` is ``rect``."""
+    xmin, ymin, xmax, ymax = map(float, rect)
+    if xmax - xmin <= ymax - ymin:
+        x = (xmin + xmax) / 2
+        return Wall(x, ymin, x, ymax)
+    y = (ymin + ymax) / 2
+    return Wall(xmin, y, xmax, y)

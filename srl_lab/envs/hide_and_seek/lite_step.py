@@ -1,0 +1,228 @@
+"""One lite hide-and-seek step for a batch of environments: actions, grab/lock, physics, rewards,
+statistics and observations, all inside one compiled loop.
+
+``acc[e]`` accumulates per-episode figures: hidden play steps, play steps, and the four
+preparation-phase statistics frozen when preparation ends (see ``STAT_*``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.lite_geometry import gap_disc_box
+from srl_lab.envs.hide_and_seek.lite_jit import njit
+from srl_lab.envs.hide_and_seek.lite_physics import physics_step
+from srl_lab.envs.hide_and_seek.lite_scenarios import generate
+from srl_lab.envs.hide_and_seek.lite_sense import update_visibility, write_obs
+
+NEUTRAL = (spec.FORCE_BUCKETS - 1) // 2
+ACC_HIDDEN, ACC_PLAY, ACC_BOX_MOVE, ACC_BOX_LOCK, ACC_RAMP_MOVE, ACC_RAMP_LOCK = range(6)
+ACC_SIZE = 6
+# Columns of ``stats``: spec.EPISODE_STAT_KEYS, then "return" and "length".
+N_STATS = len(spec.EPISODE_STAT_KEYS) + 2
+
+
+@njit
+def _grab_and_lock(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, held: np.ndarray,
+                   hoff: np.ndarray, act: np.ndarray, n_hiders: int) -> None:
+    """Apply grab (hold the closest visible object within reach) and team-owned lock/unlock."""
+    n_agents = ag.shape[0]
+    n_objs = ob.shape[0]
+    for i in range(n_agents):
+        if act[i, 3] == 0:
+            held[i] = -1
+            continue
+        if held[i] >= 0:
+            continue
+        best = -1
+        best_gap = spec.GRAB_RADIUS
+        for o in range(n_objs):
+            if oi[o, 0] == 0 or vis[i, n_agents + o] == 0:
+                continue
+            g = gap_disc_box(ag[i, 0], ag[i, 1], spec.AGENT_RADIUS, ob[o, 0], ob[o, 1], ob[o, 2], ob[o, 3])
+            if g <= best_gap:
+                best = o
+                best_gap = g
+        held[i] = best
+        if best >= 0:
+            hoff[i, 0] = ob[best, 0] - ag[i, 0]
+            hoff[i, 1] = ob[best, 1] - ag[i, 1]
+    for o in range(n_objs):
+        if oi[o, 0] == 0:
+            continue
+        locker = -1
+        unlock = False
+        for i in range(n_agents):
+            if vis[i, n_agents + o] == 0:
+                continue
+            g = gap_disc_box(ag[i, 0], ag[i, 1], spec.AGENT_RADIUS, ob[o, 0], ob[o, 1], ob[o, 2], ob[o, 3])
+            if g > spec.LOCK_RADIUS:
+                continue
+            team = 0 if i < n_hiders else 1
+            if act[i, 4] == 1:
+                if locker < 0:
+                    locker = i
+            elif oi[o, 2] == team:
+                unlock = True
+        if oi[o, 2] >= 0:
+            if unlock:
+                oi[o, 2] = -1
+                oi[o, 3] = -1
+        elif locker >= 0:
+            oi[o, 2] = 0 if locker < n_hiders else 1
+            oi[o, 3] = locker
+            ob[o, 4] = 0.0
+            ob[o, 5] = 0.0
+
+
+@njit
+def move_and_locks(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, kind: int) -> tuple[float, float]:
+    """Largest displacement since the episode start and number locked, over objects of ``kind``."""
+    move = 0.0
+    locked = 0.0
+    for o in range(ob.shape[0]):
+        if oi[o, 0] == 0 or oi[o, 1] != kind:
+            continue
+        move = max(move, math.hypot(ob[o, 0] - start[o, 0], ob[o, 1] - start[o, 1]))
+        if oi[o, 2] >= 0:
+            locked += 1.0
+    return move, locked
+
+
+@njit
+def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.ndarray) -> None:
+    """Record the preparation-phase statistics (called when preparation ends)."""
+    acc[ACC_BOX_MOVE], acc[ACC_BOX_LOCK] = move_and_locks(ob, oi, start, 0)
+    acc[ACC_RAMP_MOVE], acc[ACC_RAMP_LOCK] = move_and_locks(ob, oi, start, 1)
+
+
+@njit
+def _out(x: float, y: float, lo: float, hi: float) -> bool:
+    return x < lo or x > hi or y < lo or y > hi
+
+
+@njit
+def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_hiders: int,
+             prep: bool, area_lo: float, area_hi: float, object_penalty: bool, acc: np.ndarray,
+             reward: np.ndarray) -> None:
+    n_agents = ag.shape[0]
+    if prep:
+        reward[:] = 0.0
+        return
+    seen = False
+    for s in range(n_hiders, n_agents):
+        for h in range(n_hiders):
+            if vis[s, h] != 0:
+                seen = True
+    acc[ACC_PLAY] += 1.0
+    if not seen:
+        acc[ACC_HIDDEN] += 1.0
+    objects_out = False
+    if object_penalty:
+        for o in range(ob.shape[0]):
+            if oi[o, 0] != 0 and _out(ob[o, 0], ob[o, 1], area_lo, area_hi):
+                objects_out = True
+    hider_reward = -1.0 if seen else 1.0
+    for i in range(n_agents):
+        r = hider_reward if i < n_hiders else -hider_reward
+        if objects_out or _out(ag[i, 0], ag[i, 1], area_lo, area_hi):
+            r = spec.OUT_OF_BOUNDS_PENALTY
+        reward[i] = r
+
+
+@njit
+def episode_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.ndarray, ret: np.ndarray,
+                  t: int, n_hiders: int, out: np.ndarray) -> None:
+    """Fill ``out[N_STATS]`` for an ending episode (order of ``spec.EPISODE_STAT_KEYS``, return, length)."""
+    n_agents = ret.shape[0]
+    out[0] = ret[:n_hiders].mean()
+    out[1] = ret[n_hiders:].mean()
+    out[2] = acc[ACC_HIDDEN] / acc[ACC_PLAY] if acc[ACC_PLAY] > 0 else 0.0
+    out[3] = acc[ACC_BOX_MOVE]
+    out[4], out[6] = move_and_locks(ob, oi, start, 0)
+    out[5] = acc[ACC_BOX_LOCK]
+    out[7] = acc[ACC_RAMP_MOVE]
+    out[8], out[10] = move_and_locks(ob, oi, start, 1)
+    out[9] = acc[ACC_RAMP_LOCK]
+    out[11] = ret.sum() / n_agents
+    out[12] = t
+
+
+@njit
+def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, n_walls: np.ndarray,
+             held: np.ndarray, hoff: np.ndarray, vis: np.ndarray, t: np.ndarray, ret: np.ndarray,
+             acc: np.ndarray, start: np.ndarray, actions: np.ndarray, n_hiders: int, n_boxes: int,
+             prep_steps: int, horizon: int, area_lo: float, area_hi: float, object_penalty: bool,
+             reward: np.ndarray, done: np.ndarray, stats: np.ndarray,
+             o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray,
+             o_lidar: np.ndarray, m_aa: np.ndarray, m_ab: np.ndarray, m_ar: np.ndarray,
+             s_aa: np.ndarray, s_ab: np.ndarray, s_ar: np.ndarray) -> None:
+    """Step every environment once; ``done[e]`` marks truncated episodes, whose ``stats[e]`` are set."""
+    n_envs, n_agents = ag.shape[0], ag.shape[1]
+    act = np.empty((n_agents, 5), np.int64)
+    force = np.empty((n_agents, 3))
+    scratch = np.empty((n_agents + 2 * ob.shape[1], 2))
+    scale = 2.0 * spec.FORCE_SCALE * 0.9 / (spec.FORCE_BUCKETS - 1)
+    for e in range(n_envs):
+        prep = t[e] < prep_steps
+        for i in range(n_agents):
+            frozen = prep and i >= n_hiders
+            for k in range(5):
+                act[i, k] = (NEUTRAL if k < 3 else 0) if frozen else actions[e, i, k]
+            for k in range(3):
+                force[i, k] = act[i, k] * scale - 0.9 * spec.FORCE_SCALE
+        _grab_and_lock(ag[e], ob[e], oi[e], vis[e], held[e], hoff[e], act, n_hiders)
+        physics_step(ag[e], ob[e], oi[e], walls[e], n_walls[e], held[e], hoff[e], force, scratch)
+        t[e] += 1
+        update_visibility(ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e])
+        _rewards(ag[e], ob[e], oi[e], vis[e], n_hiders, prep, area_lo, area_hi, object_penalty,
+                 acc[e], reward[e])
+        for i in range(n_agents):
+            ret[e, i] += reward[e, i]
+        if t[e] == prep_steps:
+            freeze_prep_stats(ob[e], oi[e], start[e], acc[e])
+        done[e] = t[e] >= horizon
+        if done[e]:
+            episode_stats(ob[e], oi[e], start[e], acc[e], ret[e], t[e], n_hiders, stats[e])
+        write_obs(e, ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e], t[e], prep_steps, n_hiders,
+                  n_boxes, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar, s_aa, s_ab, s_ar)
+
+
+@njit
+def begin_episode(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray,
+                  n_walls: np.ndarray, held: np.ndarray, vis: np.ndarray, t: np.ndarray,
+                  ret: np.ndarray, acc: np.ndarray, start: np.ndarray, n_hiders: int, n_boxes: int,
+                  prep_steps: int, o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray,
+                  o_ramps: np.ndarray, o_lidar: np.ndarray, m_aa: np.ndarray, m_ab: np.ndarray,
+                  m_ar: np.ndarray, s_aa: np.ndarray, s_ab: np.ndarray, s_ar: np.ndarray) -> None:
+    """Start statistics from env ``e``'s current state (time ``t[e]``) and write its observation."""
+    held[e, :] = -1
+    ret[e, :] = 0.0
+    acc[e, :] = 0.0
+    start[e, :, 0] = ob[e, :, 0]
+    start[e, :, 1] = ob[e, :, 1]
+    if t[e] >= prep_steps:
+        freeze_prep_stats(ob[e], oi[e], start[e], acc[e])
+    update_visibility(ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e])
+    write_obs(e, ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e], t[e], prep_steps, n_hiders,
+              n_boxes, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar, s_aa, s_ab, s_ar)
+
+
+@njit
+def reset_envs(envs: np.ndarray, uniforms: np.ndarray, scenario: int, ag: np.ndarray, ob: np.ndarray,
+               oi: np.ndarray, walls: np.ndarray, n_walls: np.ndarray, held: np.ndarray,
+               vis: np.ndarray, t: np.ndarray, ret: np.ndarray, acc: np.ndarray, start: np.ndarray,
+               n_hiders: int, n_boxes: int, prep_steps: int, o_self: np.ndarray,
+               o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray, o_lidar: np.ndarray,
+               m_aa: np.ndarray, m_ab: np.ndarray, m_ar: np.ndarray, s_aa: np.ndarray,
+               s_ab: np.ndarray, s_ar: np.ndarray) -> None:
+    """Generate a fresh random episode in each env of ``envs`` (``uniforms[k]`` feeds ``envs[k]``)."""
+    for k in range(envs.shape[0]):
+        e = envs[k]
+        n_walls[e] = generate(scenario, n_hiders, n_boxes, uniforms[k], ag[e], ob[e], oi[e], walls[e])
+        t[e] = 0
+        begin_episode(e, ag, ob, oi, walls, n_walls, held, vis, t, ret, acc, start, n_hiders, n_boxes,
+                      prep_steps, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar,
+                      s_aa, s_ab, s_ar)
