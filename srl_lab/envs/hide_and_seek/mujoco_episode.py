@@ -36,9 +36,9 @@ class Episode:
         self.team = np.array([a.team for a in scene.agents])
         self.is_hider = self.team == HIDER
         self.others = np.array([[j for j in range(n_a) if j != i] for i in range(n_a)]).reshape(n_a, -1)
-        self.t = self.start_t = scene.t
+        self.t = scene.t
         self.owner = np.full(n_o, UNLOCKED)
-        self.locker = np.zeros((n_o, n_a), dtype=bool)  # which agents locked each object
+        self.locker = np.zeros((n_o, n_a), dtype=bool)  # the agent that locked each object
         self.held = np.full(n_a, -1)
         for o, thing in enumerate(list(scene.boxes) + list(scene.ramps)):
             if thing.locked_by is not None:
@@ -99,9 +99,9 @@ class Episode:
             self.locker[o] = False
             set_lock(self.world, o, False)
         for o in np.flatnonzero(lockers.any(axis=0)):
-            first = int(np.argmax(lockers[:, o]))  # the lowest-index locker's team owns the lock
+            first = int(np.argmax(lockers[:, o]))  # the lowest-index locker owns it for its team
             self.owner[o] = self.team[first]
-            self.locker[o] = lockers[:, o] & (self.team == self.team[first])
+            self.locker[o, first] = True
             set_lock(self.world, o, True)
 
     # ----------------------------------------------------------------- observing
@@ -200,7 +200,7 @@ class Episode:
             "num_ramp_lock_prep": float(prep_locked[ramps].sum()),
             "num_ramp_lock": float(locked[ramps].sum()),
             "return": float(self.returns.mean()),
-            "length": float(self.t - self.start_t),
+            "length": float(self.t),
         }
 
 

@@ -29,18 +29,16 @@ def _wall_with_door(vertical: bool, line: int, start: int, stop: int, door: int 
 
 
 def quadrant_walls(rng: np.random.Generator) -> tuple[list[Wall], Rect]:
-    """A 3 m room in a random corner; two walls with a door each, or (p=0.5) one without."""
+    """A 3 m room in the top-right corner; two walls with a door each, or (p=0.5) one without."""
     n, half = spec.GRID_SIZE, spec.GRID_SIZE // 2
-    xs = (half, n) if rng.integers(2) else (0, half)
-    ys = (half, n) if rng.integers(2) else (0, half)
-    doors: list[int | None] = [int(rng.integers(1, half - DOOR_CELLS)) for _ in range(2)]
+    doors: list[int | None] = [int(rng.integers(half + 1, n - DOOR_CELLS)) for _ in range(2)]
     if rng.random() < 0.5:
         doors[int(rng.integers(2))] = None
     walls = outer_walls()
-    walls += _wall_with_door(True, half, ys[0], ys[1], None if doors[0] is None else ys[0] + doors[0])
-    walls += _wall_with_door(False, half, xs[0], xs[1], None if doors[1] is None else xs[0] + doors[1])
+    walls += _wall_with_door(True, half, half, n, doors[0])
+    walls += _wall_with_door(False, half, half, n, doors[1])
     c = spec.CELL
-    return walls, (xs[0] * c, ys[0] * c, xs[1] * c, ys[1] * c)
+    return walls, (half * c, half * c, n * c, n * c)
 
 
 def random_walls(rng: np.random.Generator, n_rooms: int) -> list[Wall]:
@@ -158,7 +156,10 @@ def _generate_once(rng: np.random.Generator, scenario: str, layout: spec.Layout)
     teams = [HIDER] * layout.n_hiders + [SEEKER] * layout.n_seekers
     headings = rng.uniform(-np.pi, np.pi, size=len(teams))
     agents = [Agent(float(p[0]), float(p[1]), float(hd), tm) for p, hd, tm in zip(positions, headings, teams)]
-    boxes = _boxes(rng, placer, layout.n_boxes, hider_region, scenario == "randomwalls")
+    n_boxes = layout.n_boxes
+    if scenario == "randomwalls":  # 3..n_boxes boxes per episode (all of them if n_boxes < 3)
+        n_boxes = int(rng.integers(min(3, n_boxes), n_boxes + 1))
+    boxes = _boxes(rng, placer, n_boxes, hider_region, scenario == "randomwalls")
     ramps = []
     for quarter in rng.integers(4, size=layout.n_ramps):
         half = (RAMP_SIZE[0] / 2, RAMP_SIZE[1] / 2)
