@@ -1,7 +1,8 @@
-"""Names of srl_lab's own batched environments, usable as ``env.id`` in experiment configs.
+"""Named batched environments: ``make(name, num_envs)`` builds an ``EnvGroup``.
 
-``make(name, num_envs, seed, **kwargs)`` returns an ``EnvGroup``. Names not found here are looked up
-in gymnasium's registry by the runtime.
+The runtime asks this registry first for an env id, so registering a factory here is how a new
+srl_lab environment becomes usable from an experiment config. Factories import their module
+lazily: looking a name up never pulls in heavy dependencies.
 """
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any, Callable
 
 from srl_lab.api.env import EnvGroup
 
-_FACTORIES: dict[str, Callable[..., EnvGroup]] = {}
+Factory = Callable[..., EnvGroup]  # factory(num_envs, seed=None, **kwargs)
+
+_FACTORIES: dict[str, Factory] = {}
 
 
-def register(name: str, factory: Callable[..., EnvGroup]) -> None:
-    """``factory(num_envs, seed=None, **kwargs) -> EnvGroup``."""
+def register(name: str, factory: Factory) -> None:
+    """Make ``factory(num_envs, seed=..., **kwargs)`` available as ``name`` (replacing any previous one)."""
     _FACTORIES[name] = factory
 
 
@@ -26,25 +29,32 @@ def names() -> list[str]:
 
 
 def make(name: str, num_envs: int, seed: int | None = None, **kwargs: Any) -> EnvGroup:
-    if name not in _FACTORIES:
-        raise KeyError(f"unknown srl_lab environment {name!r}; known: {names()}")
-    return _FACTORIES[name](num_envs, seed=seed, **kwargs)
+    """Build ``num_envs`` environments of the registered ``name``."""
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise KeyError(f"no environment registered as {name!r}; known: {', '.join(names())}") from None
+    return factory(num_envs, seed=seed, **kwargs)
 
 
-def _lite(num_envs: int, seed: int | None = None, **kwargs: Any) -> EnvGroup:
+def _hide_and_seek_lite(num_envs: int, seed: int | None = None, **kwargs: Any) -> EnvGroup:
     from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 
     return HideAndSeekLite(num_envs, seed=seed, **kwargs)
 
 
-def _mujoco(num_envs: int, seed: int | None = None, **kwargs: Any) -> EnvGroup:
+def _hide_and_seek_mujoco(num_envs: int, seed: int | None = None, **kwargs: Any) -> EnvGroup:
     try:
-        from srl_lab.envs.hide_and_seek.mujoco_env import HideAndSeekMujoco
+        import mujoco  # noqa: F401
     except ImportError as exc:
-        raise ImportError("the faithful hide-and-seek variant needs MuJoCo: "
-                          "pip install 'srl_lab[mujoco]'") from exc
+        raise ImportError(
+            "the 'hide_and_seek' environment needs MuJoCo: pip install srl_lab[mujoco] "
+            "(or use 'hide_and_seek_lite')"
+        ) from exc
+    from srl_lab.envs.hide_and_seek.mujoco_env import HideAndSeekMujoco
+
     return HideAndSeekMujoco(num_envs, seed=seed, **kwargs)
 
 
-register("hide_and_seek_lite", _lite)
-register("hide_and_seek", _mujoco)
+register("hide_and_seek_lite", _hide_and_seek_lite)
+register("hide_and_seek", _hide_and_seek_mujoco)

@@ -214,10 +214,13 @@ class HideAndSeekLite:
 
 
 def _wall_from_rect(rect: np.ndarray) -> Wall:
-    """The segment whose ``Wall.rect()`` is ``rect``."""
+    """The segment whose ``Wall.rect()`` is ``rect`` (outer-wall height on the floor's edges)."""
     xmin, ymin, xmax, ymax = map(float, rect)
+    edges = (0.0, spec.FLOOR_SIZE)
     if xmax - xmin <= ymax - ymin:
         x = (xmin + xmax) / 2
-        return Wall(x, ymin, x, ymax)
+        height = spec.OUTER_WALL_HEIGHT if x in edges else spec.INTERIOR_WALL_HEIGHT
+        return Wall(x, ymin, x, ymax, height)
     y = (ymin + ymax) / 2
-    return Wall(xmin, y, xmax, y)
+    height = spec.OUTER_WALL_HEIGHT if y in edges else spec.INTERIOR_WALL_HEIGHT
+    return Wall(xmin, y, xmax, y, height)
