@@ -29,7 +29,7 @@ import numpy as np
 
 from srl_lab.api.env import StepResult
 from srl_lab.envs.hide_and_seek import spec
-from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS
+from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS, ROOM
 from srl_lab.envs.hide_and_seek.lite_step import N_STATS, ACC_SIZE, begin_episode, reset_envs, step_all
 from srl_lab.envs.hide_and_seek.scene import (
     HIDER, PLAY_AREA, RAMP_SIZE, SEEKER, Agent, Box, Ramp, Scene, Wall,
@@ -185,7 +185,10 @@ class HideAndSeekLite:
         """A top-down RGB ``uint8`` image of one env."""
         from srl_lab.envs.hide_and_seek.render import render_scene
 
-        return render_scene(self.snapshot(env_index), prep=bool(self._t[env_index] < self.prep_steps))
+        corner = ROOM * spec.CELL
+        room = (corner, corner, spec.FLOOR_SIZE, spec.FLOOR_SIZE) if self.scenario == "quadrant" else None
+        return render_scene(self.snapshot(env_index), prep=bool(self._t[env_index] < self.prep_steps),
+                            room=room)
 
     # --- internals ------------------------------------------------------------------------
     def _new_obs(self) -> dict[str, np.ndarray]:
