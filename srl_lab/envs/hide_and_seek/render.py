@@ -23,6 +23,7 @@ BOX = (214, 170, 96)
 RAMP = (150, 110, 190)
 ROOM = (222, 228, 238)
 TEAM = {HIDER: (40, 110, 230), 1: (220, 50, 50)}
+LOCK_TINT = {HIDER: (120, 165, 245), 1: (240, 130, 130)}  # stripes over a locked object
 CONE_RADIUS = 1.2  # m, drawn length of the view cone
 MARGIN = 0.4  # m of world drawn around the 6 m floor
 
@@ -153,7 +154,7 @@ def _object(cv: _Canvas, rect: tuple[float, float, float, float], colour, locked
         cv.outline(*rect, (120, 90, 40), 0.02)
         return
     team = TEAM[locked_by]
-    cv.hatch(*rect, team, 0.5)
+    cv.hatch(*rect, LOCK_TINT[locked_by], 0.9)
     cv.outline(*rect, team, 0.05)
     cx, cy = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
     cv.disc(cx, cy, 0.06, (30, 30, 30))
