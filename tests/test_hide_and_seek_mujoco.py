@@ -13,7 +13,9 @@ from srl_lab.envs.hide_and_seek import spec  # noqa: E402
 from srl_lab.envs.hide_and_seek.mujoco_env import HideAndSeekMujoco  # noqa: E402
 from srl_lab.envs.hide_and_seek.mujoco_layout import generate  # noqa: E402
 from srl_lab.envs.hide_and_seek.mujoco_model import FLOOR_GROUP, build_spec  # noqa: E402
-from srl_lab.envs.hide_and_seek.scene import HIDER, SEEKER, Agent, Box, Scene, Wall, outer_walls  # noqa: E402
+from srl_lab.envs.hide_and_seek.scene import (  # noqa: E402
+    HIDER, SEEKER, Agent, Box, Ramp, Scene, Wall, outer_walls,
+)
 
 STILL = [5, 5, 5, 0, 0]
 
@@ -112,6 +114,23 @@ def test_agents_do_not_tunnel_through_walls() -> None:
     for _ in range(60):
         env.step(np.array([[[10, 5, 5, 0, 0], STILL]]))
         assert env._episodes[0].kin.agent_pos[0, 0] < 3.0 - 0.05
+
+
+def test_a_ramp_against_a_wall_lets_an_agent_climb_over_it() -> None:
+    """The 3-D part the lite variant leaves out: a 45° wedge lifts an agent over a 0.5 m wall."""
+    env = one_v_one(horizon=240)
+    wall = Wall(3.0, 0.0, 3.0, 6.0)
+    agents = [Agent(1.5, 3.0, 0.0, HIDER), Agent(5.5, 5.5, 0.0, SEEKER)]
+    env.load_scene(0, Scene(agents=agents, walls=outer_walls() + [wall], ramps=[Ramp(2.7, 3.0, 0.0)], t=40))
+    heights = []
+    for _ in range(20):
+        env.step(np.array([[[10, 5, 5, 0, 0], STILL]]))
+        heights.append(env._episodes[0].kin.agent_pos[0, 2])
+    assert max(heights) > spec.INTERIOR_WALL_HEIGHT and env._episodes[0].kin.agent_pos[0, 0] > 3.2
+    env.load_scene(0, Scene(agents=agents, walls=outer_walls() + [wall], t=40))  # no ramp: stopped
+    for _ in range(20):
+        env.step(np.array([[[10, 5, 5, 0, 0], STILL]]))
+    assert env._episodes[0].kin.agent_pos[0, 0] < 3.0
 
 
 def test_deterministic_under_a_seed_and_renders() -> None:

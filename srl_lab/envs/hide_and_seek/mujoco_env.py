@@ -28,11 +28,12 @@ DEFAULT_COUNTS = {"quadrant": (2, 1), "randomwalls": (9, 2)}  # (boxes, ramps)
 
 
 def observation_space(layout: spec.Layout) -> gym.spaces.Dict:
-    """Per-agent observation space: float32 arrays of ``spec.observation_shapes``."""
-    return gym.spaces.Dict({
-        key: gym.spaces.Box(-np.inf, np.inf, shape, dtype=spec.OBS_DTYPE)
-        for key, shape in spec.observation_shapes(layout).items()
-    })
+    """Per-agent observation space: float32 arrays of ``spec.observation_shapes`` (masks in [0, 1])."""
+    def box(key: str, shape: tuple[int, ...]) -> gym.spaces.Box:
+        low, high = (0.0, 1.0) if key.startswith("mask_") else (-np.inf, np.inf)
+        return gym.spaces.Box(low, high, shape, dtype=spec.OBS_DTYPE)
+
+    return gym.spaces.Dict({key: box(key, shape) for key, shape in spec.observation_shapes(layout).items()})
 
 
 class HideAndSeekMujoco:
@@ -73,8 +74,8 @@ class HideAndSeekMujoco:
 
     def step(self, actions: np.ndarray) -> StepResult:
         if not self._episodes:
-            raise RuntimeError("call reset() before step()")
-        actions = np.asarray(actions).reshape(self.num_envs, self.num_agents, len(spec.ACTION_NVEC))
+            self.reset()
+        actions = self._check_actions(actions)
         obs, finals, episodes = [], {}, []
         reward = np.zeros((self.num_envs, self.num_agents), dtype=np.float32)
         truncated = np.zeros(self.num_envs, dtype=bool)
@@ -113,6 +114,12 @@ class HideAndSeekMujoco:
         self._episodes[env_index] = Episode(scene, self.layout, self.scenario, self.horizon)
         return {k: v.copy() for k, v in self._episodes[env_index].obs.items()}
 
+    def snapshot(self, env_index: int = 0) -> Scene:
+        """The current state of one environment as a top-down ``Scene``."""
+        if not self._episodes:
+            self.reset()
+        return self._episodes[env_index].snapshot()
+
     def render(self, env_index: int = 0) -> np.ndarray:
         """Top-down RGB ``uint8`` image of one environment (drawn from the simulation state)."""
         if not self._episodes:
@@ -123,6 +130,15 @@ class HideAndSeekMujoco:
     def _new_episode(self, i: int) -> Episode:
         scene, room = generate(self._rngs[i], self.scenario, self.layout)
         return Episode(scene, self.layout, self.scenario, self.horizon, room)
+
+    def _check_actions(self, actions: np.ndarray) -> np.ndarray:
+        a = np.asarray(actions, dtype=np.int64)
+        shape = (self.num_envs, self.num_agents, len(spec.ACTION_NVEC))
+        if a.shape != shape:
+            raise ValueError(f"actions must have shape {shape}, got {a.shape}")
+        if a.min() < 0 or (a >= np.asarray(spec.ACTION_NVEC)).any():
+            raise ValueError(f"actions out of range for MultiDiscrete{spec.ACTION_NVEC}")
+        return a
 
     @staticmethod
     def _stack(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -11,7 +11,7 @@ import numpy as np
 from . import spec
 from .mujoco_model import World, build_world, set_lock, set_weld
 from .mujoco_sense import Kinematics, aim_points, cast, footprint_gaps, in_cone, read_kinematics
-from .scene import HIDER, PLAY_AREA, Scene
+from .scene import HIDER, PLAY_AREA, Agent, Box, Ramp, Scene
 
 NEUTRAL_ACTION = np.array([spec.FORCE_BUCKETS // 2] * 3 + [0, 0])
 UNLOCKED = -1
@@ -28,7 +28,8 @@ class Episode:
                  room: tuple[float, float, float, float] | None = None) -> None:
         scene.validate(layout)
         self.layout, self.scenario, self.room = layout, scenario, room
-        self.wall_rects = [wall.rect() for wall in scene.walls]
+        self.shapes = spec.observation_shapes(layout)
+        self.walls = list(scene.walls)
         self.horizon, self.prep = horizon, prep_steps(horizon)
         self.world: World = build_world(scene)
         w = self.world
@@ -123,21 +124,19 @@ class Episode:
         others = agents[self.others]
         others[..., 9] = self.team[self.others] == self.team[:, None]
         entity = self._entity_features(kin)  # [A, O, 15]
-        rows = np.arange(n_a)[:, None]
-        obs = {
-            "observation_self": own,
-            "agent_qpos_qvel": others,
-            "box_obs": _pad(entity[:, :n_b], lay.n_boxes, 1),
-            "ramp_obs": _pad(entity[:, n_b:], lay.n_ramps, 1),
-            "lidar": lidar,
-            "mask_aa_obs": self.sees_agent[rows, self.others],
-            "mask_ab_obs": _pad(self.sees_obj[:, :n_b], lay.n_boxes, 1),
-            "mask_ar_obs": _pad(self.sees_obj[:, n_b:], lay.n_ramps, 1),
-            "mask_aa_obs_spoof": np.ones((n_a, n_a - 1)),
-            "mask_ab_obs_spoof": _pad(np.ones((n_a, n_b)), lay.n_boxes, 1),
-            "mask_ar_obs_spoof": _pad(np.ones((n_a, n_r)), lay.n_ramps, 1),
-        }
-        return {k: v.astype(spec.OBS_DTYPE) for k, v in obs.items()}
+        obs = {k: np.zeros((n_a, *shape), spec.OBS_DTYPE) for k, shape in self.shapes.items()}
+        obs["observation_self"][:] = own
+        obs["agent_qpos_qvel"][:] = others
+        obs["box_obs"][:, :n_b] = entity[:, :n_b]
+        obs["ramp_obs"][:, :n_r] = entity[:, n_b:]
+        obs["lidar"][:] = lidar
+        obs["mask_aa_obs"][:] = self.sees_agent[np.arange(n_a)[:, None], self.others]
+        obs["mask_ab_obs"][:, :n_b] = self.sees_obj[:, :n_b]
+        obs["mask_ar_obs"][:, :n_r] = self.sees_obj[:, n_b:]
+        obs["mask_aa_obs_spoof"][:] = 1.0  # padding beyond this episode's entities stays 0
+        obs["mask_ab_obs_spoof"][:, :n_b] = 1.0
+        obs["mask_ar_obs_spoof"][:, :n_r] = 1.0
+        return obs
 
     def _entity_features(self, kin: Kinematics) -> np.ndarray:
         n_a, n_o = len(self.team), len(kin.obj_yaw)
@@ -173,6 +172,18 @@ class Episode:
         self.prep_xy = self.kin.obj_pos[:, :2].copy()
         self.prep_locked = self.owner != UNLOCKED
 
+    def snapshot(self) -> Scene:
+        """The current state as a top-down ``Scene`` (heights and box yaw are not part of a scene)."""
+        kin, w = self.kin, self.world
+        agents = [Agent(float(p[0]), float(p[1]), float(yaw), int(team), float(v[0]), float(v[1]))
+                  for p, yaw, team, v in zip(kin.agent_pos, kin.agent_yaw, self.team, kin.agent_vel)]
+        owner = [None if o == UNLOCKED else int(o) for o in self.owner]
+        boxes = [Box(float(kin.obj_pos[o, 0]), float(kin.obj_pos[o, 1]), float(w.obj_size[o, 0]),
+                     float(w.obj_size[o, 1]), owner[o]) for o in range(w.n_boxes)]
+        ramps = [Ramp(float(kin.obj_pos[o, 0]), float(kin.obj_pos[o, 1]), float(kin.obj_yaw[o]), owner[o])
+                 for o in range(w.n_boxes, w.n_boxes + w.n_ramps)]
+        return Scene(agents, list(self.walls), boxes, ramps, self.t)
+
     def stats(self) -> dict[str, float]:
         """Episode statistics (``spec.EPISODE_STAT_KEYS`` plus ``return`` and ``length``)."""
         w = self.world
@@ -202,14 +213,3 @@ class Episode:
             "return": float(self.returns.mean()),
             "length": float(self.t),
         }
-
-
-def _pad(x: np.ndarray, size: int, axis: int) -> np.ndarray:
-    """Zero-pad ``x`` along ``axis`` to ``size`` (padding rows are entities absent this episode)."""
-    missing = size - x.shape[axis]
-    if missing == 0:
-        return x
-    widths = [(0, 0)] * x.ndim
-    widths[axis] = (0, missing)
-    return np.pad(x, widths)
-
