@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import spec
-from .render import BOX, CONE_RADIUS, FLOOR, GRID_LINE, MARGIN, OUTER_WALL, OUTSIDE, RAMP, ROOM, TEAM, WALL
+from .render import (BOX, CONE_RADIUS, FLOOR, GRID_LINE, LOCK_TINT, MARGIN, OUTER_WALL, OUTSIDE, RAMP,
+                     ROOM, TEAM, WALL)
 from .scene import HIDER
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def render_episode(ep: "Episode", pixels: int = 480) -> np.ndarray:
         if owner < 0:
             cv.oriented(pose, UNLOCKED_EDGE, inset=0.02)
         else:
-            cv.oriented(pose, TEAM[owner], alpha=0.5, hatch=True)
+            cv.oriented(pose, LOCK_TINT[owner], alpha=0.9, hatch=True)
             cv.oriented(pose, TEAM[owner], inset=0.05)
             cv.disc(pose[0], pose[1], 0.06, (30, 30, 30))
     r = spec.AGENT_RADIUS
