@@ -9,12 +9,19 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from srl_lab.envs.hide_and_seek import spec  # noqa: E402
-from srl_lab.envs.hide_and_seek.mujoco_env import HideAndSeekMujoco  # noqa: E402
-from srl_lab.envs.hide_and_seek.mujoco_layout import generate  # noqa: E402
-from srl_lab.envs.hide_and_seek.mujoco_model import FLOOR_GROUP, build_spec  # noqa: E402
-from srl_lab.envs.hide_and_seek.scene import (  # noqa: E402
-    HIDER, SEEKER, Agent, Box, Ramp, Scene, Wall, outer_walls,
+from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.mujoco_env import HideAndSeekMujoco
+from srl_lab.envs.hide_and_seek.mujoco_layout import generate
+from srl_lab.envs.hide_and_seek.mujoco_model import FLOOR_GROUP, build_spec
+from srl_lab.envs.hide_and_seek.scene import (
+    HIDER,
+    SEEKER,
+    Agent,
+    Box,
+    Ramp,
+    Scene,
+    Wall,
+    outer_walls,
 )
 
 STILL = [5, 5, 5, 0, 0]
@@ -28,7 +35,7 @@ def one_v_one(**kwargs) -> HideAndSeekMujoco:
 
 def play_time(env: HideAndSeekMujoco) -> int:
     """A scene time after the preparation phase, so seekers act too."""
-    return int(round(spec.PREP_FRACTION * env.horizon)) + 1
+    return round(spec.PREP_FRACTION * env.horizon) + 1
 
 
 def test_full_scene_model_is_built_in_code_without_files() -> None:

@@ -18,7 +18,7 @@ UNLOCKED = -1
 
 
 def prep_steps(horizon: int) -> int:
-    return int(round(spec.PREP_FRACTION * horizon))
+    return round(spec.PREP_FRACTION * horizon)
 
 
 class Episode:
@@ -108,7 +108,7 @@ class Episode:
     # ----------------------------------------------------------------- observing
     def _observe(self) -> dict[str, np.ndarray]:
         """Observation arrays ``[A, ...]`` (see ``scene.*_FEATURES``); also caches what agents saw."""
-        w, lay = self.world, self.layout
+        w = self.world
         self.kin = kin = read_kinematics(w)
         n_a, n_b, n_r = len(self.team), w.n_boxes, w.n_ramps
         targets = np.concatenate([kin.agent_pos, aim_points(w, kin)])

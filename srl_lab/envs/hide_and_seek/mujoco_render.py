@@ -13,8 +13,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import spec
-from .render import (BOX, CONE_RADIUS, FLOOR, GRID_LINE, LOCK_TINT, MARGIN, OUTER_WALL, OUTSIDE, RAMP,
-                     ROOM, TEAM, WALL)
+from .render import (
+    BOX,
+    CONE_RADIUS,
+    FLOOR,
+    GRID_LINE,
+    LOCK_TINT,
+    MARGIN,
+    OUTER_WALL,
+    OUTSIDE,
+    RAMP,
+    ROOM,
+    TEAM,
+    WALL,
+)
 from .scene import HIDER
 
 if TYPE_CHECKING:
@@ -40,11 +52,12 @@ class _Canvas:
         """Pixel slices around (x, y) within ``reach`` metres, and their world coordinates."""
         n = self.img.shape[0]
 
-        def px(v: float, up: bool) -> int:
+        def px(metres: float, up: bool) -> int:
+            v = (metres - self.lo) * self.scale
             return int(np.clip(math.ceil(v) if up else math.floor(v), 0, n))
 
-        c0, c1 = px((x - reach - self.lo) * self.scale, False), px((x + reach - self.lo) * self.scale, True)
-        r0, r1 = px(n - (y + reach - self.lo) * self.scale, False), px(n - (y - reach - self.lo) * self.scale, True)
+        c0, c1 = px(x - reach, False), px(x + reach, True)
+        r0, r1 = n - px(y + reach, True), n - px(y - reach, False)  # rows run top (high y) down
         gx, gy = np.meshgrid(self.centres[c0:c1], self.centres[::-1][r0:r1])
         return (slice(r0, r1), slice(c0, c1)), gx, gy
 
@@ -109,7 +122,7 @@ def _segment_hits(x: float, y: float, dx: np.ndarray, dy: np.ndarray, pose: Pose
     return t0 <= t1
 
 
-def render_episode(ep: "Episode", pixels: int = 480) -> np.ndarray:
+def render_episode(ep: Episode, pixels: int = 480) -> np.ndarray:
     """The current frame of ``ep`` as a ``[pixels, pixels, 3]`` uint8 array."""
     cv = _Canvas(pixels)
     s = spec.FLOOR_SIZE
