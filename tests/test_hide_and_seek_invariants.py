@@ -52,7 +52,7 @@ def variant(request) -> str:
 
 def play_t(env) -> int:
     """A scene time just after preparation (seekers act, rewards count)."""
-    return int(round(spec.PREP_FRACTION * env.horizon)) + 1
+    return round(spec.PREP_FRACTION * env.horizon) + 1
 
 
 def act(env, *per_agent, n: int | None = None) -> np.ndarray:
@@ -113,7 +113,7 @@ def test_seekers_frozen_and_rewards_zero_in_preparation(variant: str) -> None:
                   walls=outer_walls() + hider_pen, boxes=[Box(1.0, 4.5)])
     start = [env.load_scene(e, scene) for e in range(2)]
     rng = np.random.default_rng(0)
-    prep = int(round(spec.PREP_FRACTION * env.horizon))
+    prep = round(spec.PREP_FRACTION * env.horizon)
     for _ in range(prep):
         hider = rng.integers(0, spec.ACTION_NVEC)
         seekers = rng.integers(0, spec.ACTION_NVEC, (2, 5))

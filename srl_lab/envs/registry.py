@@ -6,7 +6,8 @@ lazily: looking a name up never pulls in heavy dependencies.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from srl_lab.api.env import EnvGroup
 

@@ -30,9 +30,17 @@ import numpy as np
 from srl_lab.api.env import StepResult
 from srl_lab.envs.hide_and_seek import spec
 from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS, ROOM
-from srl_lab.envs.hide_and_seek.lite_step import N_STATS, ACC_SIZE, begin_episode, reset_envs, step_all
+from srl_lab.envs.hide_and_seek.lite_step import ACC_SIZE, N_STATS, begin_episode, reset_envs, step_all
 from srl_lab.envs.hide_and_seek.scene import (
-    HIDER, PLAY_AREA, RAMP_SIZE, SEEKER, Agent, Box, Ramp, Scene, Wall,
+    HIDER,
+    PLAY_AREA,
+    RAMP_SIZE,
+    SEEKER,
+    Agent,
+    Box,
+    Ramp,
+    Scene,
+    Wall,
 )
 
 SCENARIOS = {"quadrant": QUADRANT, "randomwalls": RANDOMWALLS}
@@ -68,7 +76,7 @@ class HideAndSeekLite:
                                   DEFAULT_BOXES[scenario] if n_boxes is None else n_boxes,
                                   DEFAULT_RAMPS[scenario] if n_ramps is None else n_ramps)
         self.horizon = spec.DEFAULT_HORIZON[scenario] if horizon is None else int(horizon)
-        self.prep_steps = int(round(spec.PREP_FRACTION * self.horizon))
+        self.prep_steps = round(spec.PREP_FRACTION * self.horizon)
         self.num_envs = int(num_envs)
         self.num_agents = self.layout.n_agents
         self.observation_space = observation_space(self.layout)

@@ -23,10 +23,8 @@ def ray_box(ox: float, oy: float, dx: float, dy: float,
         tb = (xmax - ox) * inv
         if ta > tb:
             ta, tb = tb, ta
-        if ta > t0:
-            t0 = ta
-        if tb < t1:
-            t1 = tb
+        t0 = max(t0, ta)
+        t1 = min(t1, tb)
         if t0 > t1:
             return INF
     elif ox < xmin or ox > xmax:
@@ -37,10 +35,8 @@ def ray_box(ox: float, oy: float, dx: float, dy: float,
         tb = (ymax - oy) * inv
         if ta > tb:
             ta, tb = tb, ta
-        if ta > t0:
-            t0 = ta
-        if tb < t1:
-            t1 = tb
+        t0 = max(t0, ta)
+        t1 = min(t1, tb)
         if t0 > t1:
             return INF
     elif oy < ymin or oy > ymax:

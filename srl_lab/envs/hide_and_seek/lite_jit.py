@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import ClassVar, TypeVar
 
 F = TypeVar("F", bound=Callable)
 
@@ -50,7 +51,7 @@ def _kernel_cache_class():
         return type(f"Kernel{base.__name__}", (base,), {"get_source_stamp": lambda self: stamp})
 
     class KernelCacheImpl(caching.CompileResultCacheImpl):
-        _locator_classes = [stamped(cls) for cls in caching.CompileResultCacheImpl._locator_classes]
+        _locator_classes: ClassVar[list[type]] = [stamped(cls) for cls in caching.CompileResultCacheImpl._locator_classes]
 
     class KernelCache(caching.FunctionCache):
         _impl_class = KernelCacheImpl

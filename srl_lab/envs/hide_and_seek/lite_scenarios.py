@@ -32,7 +32,7 @@ MIN_ROOM = 6  # cells: rooms are at least 1.2 m across
 ROOM = 15  # quadrant room starts at this grid line (3 m)
 ANYWHERE, INSIDE_ROOM, OUTSIDE_ROOM = 0, 1, 2
 TEAMMATE_RADIUS = 0.5
-RAMP_CELLS = int(round(RAMP_SIZE[0] / CELL)) + 1
+RAMP_CELLS = round(RAMP_SIZE[0] / CELL) + 1
 
 
 @njit
@@ -216,8 +216,8 @@ def generate(scenario: int, n_hiders: int, n_boxes: int, u: np.ndarray, ag: np.n
         ag[i, 2] = (2.0 * _draw(u, cursor) - 1.0) * math.pi
     lo = min(3, n_boxes)
     n_ep = n_boxes if quadrant else lo + _pick(u, cursor, n_boxes - lo + 1)
-    cube = int(round(spec.BOX_SIZE / CELL)) + 1
-    long_cells = int(math.ceil(spec.ELONGATED_BOX[0] / CELL))
+    cube = round(spec.BOX_SIZE / CELL) + 1
+    long_cells = math.ceil(spec.ELONGATED_BOX[0] / CELL)
     for o in range(ob.shape[0]):
         ramp = o >= n_boxes
         if not ramp and o >= n_ep:

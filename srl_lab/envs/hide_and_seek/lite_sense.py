@@ -104,8 +104,7 @@ def lidar(ag: np.ndarray, i: int, ob: np.ndarray, oi: np.ndarray, walls: np.ndar
         if j != i:
             for k in range(spec.LIDAR_RAYS):
                 t = ray_disc(px, py, LIDAR_DX[k], LIDAR_DY[k], ag[j, 0], ag[j, 1], spec.AGENT_RADIUS)
-                if t < out[k]:
-                    out[k] = t
+                out[k] = min(out[k], t)
 
 
 @njit

@@ -6,7 +6,7 @@ last observation is returned and every agent leaves ``agents``; call ``reset`` t
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -20,7 +20,7 @@ NEUTRAL_ACTION = np.array([5, 5, 5, 0, 0], np.int64)  # no force, no torque, no 
 class HideAndSeekParallel(ParallelEnv):
     """``env`` is a batched hide-and-seek env with one environment and a ``layout`` attribute."""
 
-    metadata = {"name": "hide_and_seek_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {"name": "hide_and_seek_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
 
     def __init__(self, env: EnvGroup, render_mode: str | None = None) -> None:
         if env.num_envs != 1:

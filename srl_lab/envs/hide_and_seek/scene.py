@@ -96,7 +96,7 @@ class Box:
     locked_by: int | None = None
 
     @staticmethod
-    def elongated(x: float, y: float, along_x: bool = True, locked_by: int | None = None) -> "Box":
+    def elongated(x: float, y: float, along_x: bool = True, locked_by: int | None = None) -> Box:
         long_side, short_side = spec.ELONGATED_BOX[0], spec.ELONGATED_BOX[1]
         sx, sy = (long_side, short_side) if along_x else (short_side, long_side)
         return Box(x, y, sx, sy, locked_by)
