@@ -110,7 +110,11 @@ class HideAndSeekLite:
         return obs
 
     def step(self, actions: np.ndarray) -> StepResult:
-        """Step every env with ``actions[num_envs, num_agents, 5]``; finished envs reset in place."""
+        """Step every env with ``actions[num_envs, num_agents, 5]``; finished envs reset in place.
+
+        When an episode ends, ``final_obs`` holds every env's observation before those resets (its
+        rows for envs still running equal ``obs``).
+        """
         if self._needs_reset:
             self.reset()
         actions = self._check_actions(actions)
