@@ -1,8 +1,10 @@
 """Dask clusters with the worker options SRL workers need.
 
 Every SRL worker loops in Python, so each Dask worker process offers exactly one ``srl_slot``
-resource and one thread; every SRL task asks for one slot, so the scheduler never stacks two loops
-in one process (a seceded task frees its thread but keeps its resources for life).
+resource and one thread; every SRL task asks for one slot and holds it (and the thread) for its
+whole life, so the scheduler never stacks two loops in one process. SRL tasks deliberately do not
+``secede()``: with distributed 2026.8 a seceded task hands its resources back to the scheduler,
+which then places a second SRL worker on the same process where it waits forever.
 """
 from __future__ import annotations
 

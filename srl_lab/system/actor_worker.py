@@ -43,9 +43,6 @@ class _Group:
 
 def actor_worker(run_id: str, config: ExperimentConfig, index: int) -> dict[str, Any]:
     """Long-running Dask task: runs until told to stop; returns its final counters."""
-    from distributed import secede
-
-    secede()  # long-running: frees the Dask thread, keeps the srl_slot resource
     limit_threads()
     ctx = WorkerContext(run_id, "actor", f"actor-{index}")
     zctx = zmq.Context()

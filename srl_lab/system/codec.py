@@ -38,7 +38,8 @@ def _flatten(tree: Mapping[str, Any], prefix: str, out: list[tuple[str, np.ndarr
         if isinstance(value, Mapping):
             _flatten(value, path + "/", out)
         else:
-            out.append((path, np.ascontiguousarray(value)))
+            arr = np.asarray(value)
+            out.append((path, arr if arr.flags.c_contiguous else arr.copy(order="C")))
 
 
 def encode(kind: str, meta: Mapping[str, Any] | None = None,

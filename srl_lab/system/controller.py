@@ -159,6 +159,7 @@ class Run:
             "env_errors": sum(a["env_errors"] for a in self.finished_actors.values()),
             "version": trainer["version"],
             "rejected": trainer["rejected"] + sum(p["rejected"] for p in policy),
+            "malformed": trainer["malformed"],
             "mean_return_last_20": self.metrics.mean_return(20),
             "checkpoint": trainer.get("checkpoint"),
             "seconds": time.time() - self.started,

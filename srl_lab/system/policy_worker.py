@@ -23,9 +23,6 @@ from srl_lab.system.streams import Receiver, bind
 
 def policy_worker(run_id: str, config: ExperimentConfig, index: int) -> dict[str, Any]:
     """Long-running Dask task serving inference until told to stop; returns its counters."""
-    from distributed import secede
-
-    secede()
     limit_threads()
     ctx = WorkerContext(run_id, "policy", f"policy-{index}")
     device = config.inference.device

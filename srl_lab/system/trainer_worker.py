@@ -127,9 +127,8 @@ class Trainer:
 
 def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None) -> dict[str, Any]:
     """Long-running Dask task: trains until told to stop, drains, returns counters and weights."""
-    from distributed import Variable, secede
+    from distributed import Variable
 
-    secede()
     limit_threads()
     ctx = WorkerContext(run_id, "trainer", "trainer-0")
     zctx = zmq.Context()

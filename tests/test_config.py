@@ -1,0 +1,52 @@
+"""Invalid configs fail before launch, with an error that names the field and says how to fix it."""
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from srl_lab.config import ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PolicyConfig, TrainerConfig
+from srl_lab.models.mlp import MLPPolicy
+from srl_lab.system.controller import launch
+
+
+def _pendulum_policy(observation_space, action_space):
+    return MLPPolicy(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (1,)))
+
+
+@pytest.mark.parametrize("config, field", [
+    (ExperimentConfig(env=EnvConfig(id="CartPol-v1")), "env.id"),
+    (ExperimentConfig(actors=ActorConfig(workers=0)), "actors.workers"),
+    (ExperimentConfig(actors=ActorConfig(ring_size=0)), "actors.ring_size"),
+    (ExperimentConfig(actors=ActorConfig(fragment_length=0)), "actors.fragment_length"),
+    (ExperimentConfig(actors=ActorConfig(envs_per_group=-2)), "actors.envs_per_group"),
+    (ExperimentConfig(trainer=TrainerConfig(device="tpu")), "trainer.device"),
+    (ExperimentConfig(policy=PolicyConfig(factory=_pendulum_policy)), "policy.observation_space"),
+    (ExperimentConfig(env=EnvConfig(id=None)), "env.id"),
+])
+def test_invalid_config_names_the_field(config, field):
+    with pytest.raises(ConfigError) as info:
+        config.validate()
+    assert info.value.field == field
+    assert str(info.value).startswith(field) and "Fix:" in str(info.value)
+
+
+def test_unknown_env_id_suggests_the_close_match():
+    with pytest.raises(ConfigError, match="CartPole-v1"):
+        ExperimentConfig(env=EnvConfig(id="CartPol-v1")).validate()
+
+
+def test_gpu_requested_without_gpu_worker_fails_before_anything_runs(dask_client):
+    config = ExperimentConfig(trainer=TrainerConfig(device="cuda"))
+    before = set(dask_client.who_has())
+    with pytest.raises(ConfigError) as info:
+        launch(config, client=dask_client)
+    assert info.value.field == "trainer.device"
+    assert set(dask_client.who_has()) == before  # nothing was submitted
+
+
+def test_config_round_trips_through_json_dict():
+    config = ExperimentConfig(actors=ActorConfig(workers=3), policy=PolicyConfig(hidden=(32,)))
+    again = ExperimentConfig.from_dict(config.to_dict())
+    assert again == config
+    with pytest.raises(ConfigError, match="actors.wrkers"):
+        ExperimentConfig.from_dict({"actors": {"wrkers": 2}})

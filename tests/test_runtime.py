@@ -1,0 +1,156 @@
+"""End to end on a real multi-process Dask cluster: learning, live scaling, garbage, broken envs."""
+from __future__ import annotations
+
+import sys
+import time
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import pytest
+import zmq
+from distributed import Variable
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, TrainerConfig
+from srl_lab.system import codec
+from srl_lab.system.control import endpoint_name
+from srl_lab.system.controller import launch
+from srl_lab.system.streams import Endpoint
+
+SOLVED = 475.0
+
+
+def cartpole(mode: str, actors: int = 2, **kwargs) -> ExperimentConfig:
+    return ExperimentConfig(
+        name=f"test-{mode}", actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=8, fragment_length=64),
+        inference=InferenceConfig(mode=mode), **kwargs)
+
+
+def assert_accounting(result: dict) -> None:
+    assert result["fragments_produced"] > 0
+    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["remote", "inline"])
+def test_cartpole_is_solved(mode, dask_client, tmp_path):
+    run = launch(cartpole(mode), client=dask_client, run_dir=str(tmp_path / mode))
+    try:
+        run.wait(target_return=SOLVED, seconds=420, progress=False)
+        status = run.status()
+        roles = sorted(w["role"] for w in status["workers"])
+        assert roles == (["actor", "actor", "policy", "trainer"] if mode == "remote"
+                         else ["actor", "actor", "trainer"])
+    finally:
+        result = run.stop()
+    assert result["mean_return_last_20"] >= SOLVED, result
+    assert_accounting(result)
+    assert (tmp_path / mode / "curve.png").stat().st_size > 1000
+    assert (tmp_path / mode / "metrics.jsonl").stat().st_size > 0
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.25)
+
+
+def _running_actors(run) -> int:
+    return run.status()["actors"]
+
+
+def test_scale_actors_live_with_exact_accounting(tmp_path):
+    """Embedded cluster (no client given): 1 -> 3 actors grows the LocalCluster, then back to 1."""
+    run = launch(cartpole("inline", actors=1), run_dir=str(tmp_path))
+    try:
+        _wait_for(lambda: _running_actors(run) == 1 and run.status()["version"] >= 2, 120, "first updates")
+        note = run.scale(actors=3)["note"]
+        assert note and "grew" in note
+        _wait_for(lambda: _running_actors(run) == 3, 120, "3 running actors")
+        version = run.status()["version"]
+        _wait_for(lambda: run.status()["version"] >= version + 3, 120, "training with 3 actors")
+        removed = run.scale(actors=1)["removed"]
+        assert removed == ["actor-1", "actor-2"]
+        _wait_for(lambda: _running_actors(run) == 1, 30, "1 running actor")
+        version = run.status()["version"]
+        _wait_for(lambda: run.status()["version"] >= version + 2, 120, "training after scale-down")
+    finally:
+        result = run.stop()
+    assert_accounting(result)
+    assert result["env_steps"] > 0
+
+
+frames_strategy = st.lists(st.binary(max_size=96), min_size=1, max_size=4) | st.builds(
+    lambda kind, n: [bytes(f) for f in codec.encode(kind, {"group": "x", "have": "y"},
+                                                    {"obs": np.zeros((n, 3), np.float64)})],
+    st.sampled_from(["fragment", "infer", "get_params", "actions"]), st.integers(0, 3))
+
+
+def test_garbage_on_every_data_socket_is_rejected_and_counted(dask_client, tmp_path):
+    run = launch(cartpole("remote"), client=dask_client, run_dir=str(tmp_path))
+    ctx = zmq.Context()
+    sent = {"trainer": 0, "policy": 0}
+    try:
+        _wait_for(lambda: run.status()["version"] >= 2, 120, "first updates")
+        socks = {}
+        for service, owner, kind in (("samples", "trainer", zmq.PUSH), ("params", "trainer", zmq.DEALER),
+                                     ("policy-0", "policy", zmq.DEALER)):
+            ep = Endpoint.from_dict(Variable(endpoint_name(run.run_id, service), client=dask_client).get())
+            sock = ctx.socket(kind)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(ep.tcp)
+            socks[service] = (sock, owner)
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(frames=frames_strategy, service=st.sampled_from(sorted(socks)))
+        def send_garbage(frames, service):
+            sock, owner = socks[service]
+            sock.send_multipart(frames)
+            sent[owner] += 1
+
+        send_garbage()
+        version = run.status()["version"]
+        _wait_for(lambda: run.status()["version"] >= version + 3, 120, "training to continue")
+        for sock, _ in socks.values():
+            sock.close()
+    finally:
+        result = run.stop()
+        ctx.term()
+    assert sent["trainer"] > 0 and sent["policy"] > 0
+    assert result["rejected"] + result["malformed"] == sent["trainer"] + sent["policy"], (result, sent)
+    assert_accounting(result)
+
+
+class FlakyCartPole(gym.Wrapper):
+    """CartPole whose step() raises now and then, like a buggy simulator."""
+
+    def __init__(self, p_fail: float = 0.002):
+        super().__init__(gym.make("CartPole-v1"))
+        self.p_fail = p_fail
+        self.rng = np.random.default_rng()
+
+    def step(self, action):
+        if self.rng.random() < self.p_fail:
+            raise RuntimeError("simulator exploded")
+        return self.env.step(action)
+
+
+def test_env_raising_in_step_is_reset_and_counted(dask_client, tmp_path):
+    # Pickled by value, as a class defined in a notebook cell would be.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        config = cartpole("inline", actors=1, env=EnvConfig(id=None, factory=FlakyCartPole))
+        run = launch(config, client=dask_client, run_dir=str(tmp_path))
+        try:
+            _wait_for(lambda: run.status()["version"] >= 5, 120, "training despite failing envs")
+        finally:
+            result = run.stop()
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert result["env_errors"] > 0
+    assert result["version"] >= 5
+    assert_accounting(result)
