@@ -86,6 +86,8 @@ def actor_worker(run_id: str, config: ExperimentConfig, index: int) -> dict[str,
     last_log, steps_at_log, policy_version = time.monotonic(), 0, -1
     running = True
     while running:
+        while ctx.paused() and not ctx.should_stop():
+            time.sleep(0.1)
         for g, group in enumerate(groups):
             reply = inference.wait(g, ctx.should_stop)
             if reply is None or ctx.should_stop():

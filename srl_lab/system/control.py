@@ -30,6 +30,14 @@ def stop_event_name(run_id: str, worker_id: str) -> str:
     return f"{run_id}/stop/{worker_id}"
 
 
+def flag_name(run_id: str, flag: str) -> str:
+    return f"{run_id}/flag/{flag}"
+
+
+def checkpoint_path_name(run_id: str) -> str:
+    return f"{run_id}/checkpoint-path"
+
+
 def expected_fragments_name(run_id: str) -> str:
     return f"{run_id}/expected-fragments"
 
@@ -41,19 +49,40 @@ class WorkerContext:
         self.run_id = run_id
         self.role = role
         self.worker_id = worker_id
-        self._stop = Event(stop_event_name(run_id, worker_id))
-        self._stop_all = Event(stop_event_name(run_id, "all"))
-        self._next_stop_check = 0.0
-        self._stopping = False
+        self._events = {"stop": Event(stop_event_name(run_id, worker_id)),
+                        "stop_all": Event(stop_event_name(run_id, "all"))}
+        if role == "actor":
+            self._events["pause"] = Event(flag_name(run_id, "pause"))
+        if role == "trainer":
+            self._events["checkpoint"] = Event(flag_name(run_id, "checkpoint"))
+        self._flags = dict.fromkeys(self._events, False)
+        self._next_check = 0.0
         self._dask_worker = get_worker()
 
-    def should_stop(self) -> bool:
-        """Polls the stop flags at most every ``STOP_POLL_S`` seconds (a scheduler round trip)."""
+    def _refresh(self) -> None:
+        """Polls the control flags at most every ``STOP_POLL_S`` seconds (a scheduler round trip each)."""
         now = time.monotonic()
-        if not self._stopping and now >= self._next_stop_check:
-            self._next_stop_check = now + STOP_POLL_S
-            self._stopping = self._stop.is_set() or self._stop_all.is_set()
-        return self._stopping
+        if now >= self._next_check:
+            self._next_check = now + STOP_POLL_S
+            self._flags = {name: event.is_set() for name, event in self._events.items()}
+
+    def should_stop(self) -> bool:
+        self._refresh()
+        return self._flags["stop"] or self._flags["stop_all"]
+
+    def paused(self) -> bool:
+        """Actors idle while the run is paused (the trainer keeps its state; nothing is lost)."""
+        self._refresh()
+        return self._flags.get("pause", False)
+
+    def checkpoint_requested(self) -> bool:
+        """True once per on-demand checkpoint request (the flag is cleared here)."""
+        self._refresh()
+        if self._flags.get("checkpoint"):
+            self._events["checkpoint"].clear()
+            self._flags["checkpoint"] = False
+            return True
+        return False
 
     def publish_endpoint(self, service: str, endpoint: Endpoint) -> None:
         Variable(endpoint_name(self.run_id, service)).set(endpoint.to_dict())

@@ -19,7 +19,8 @@ from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
 from srl_lab.system.actor_worker import actor_worker
-from srl_lab.system.control import expected_fragments_name, metrics_topic, stop_event_name
+from srl_lab.system.control import (checkpoint_path_name, expected_fragments_name, flag_name, metrics_topic,
+                                    stop_event_name)
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.policy_worker import policy_worker
 from srl_lab.system.trainer_worker import trainer_worker
@@ -132,6 +133,30 @@ class Run:
             return f"grew the cluster to {needed} SRL slots"
         return (f"the cluster offers {have} SRL slots but {needed} are needed; "
                 f"{needed - have} worker(s) wait for free slots")
+
+    def pause(self) -> None:
+        """Actors stop stepping (they keep their envs and sockets); ``resume()`` continues."""
+        Event(flag_name(self.run_id, "pause")).set()
+
+    def resume(self) -> None:
+        Event(flag_name(self.run_id, "pause")).clear()
+
+    @property
+    def paused(self) -> bool:
+        return Event(flag_name(self.run_id, "pause")).is_set()
+
+    def checkpoint(self, timeout_s: float = 60.0) -> str:
+        """Ask the trainer for a checkpoint now; returns its path once written."""
+        path_var = Variable(checkpoint_path_name(self.run_id))
+        path_var.set("")
+        Event(flag_name(self.run_id, "checkpoint")).set()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            path = path_var.get()
+            if path:
+                return path
+            time.sleep(0.1)
+        raise TimeoutError("the trainer wrote no checkpoint in time")
 
     def stop(self) -> dict[str, Any]:
         """Stop actors, let the trainer drain every fragment they produced, then stop the rest."""

@@ -16,7 +16,8 @@ import zmq
 
 from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_env_group, make_policy
-from srl_lab.system.control import WorkerContext, expected_fragments_name, limit_threads
+from srl_lab.system.control import (WorkerContext, checkpoint_path_name, expected_fragments_name,
+                                    limit_threads)
 from srl_lab.system.fragments import batch_fragments, check_fragment
 from srl_lab.system.parameters import ParameterService
 from srl_lab.system.streams import Receiver, bind
@@ -139,6 +140,8 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None) -
     while not ctx.should_stop():
         if trainer.receive(timeout_ms=50) and trainer.ready():
             trainer.train()
+        if run_dir and ctx.checkpoint_requested():
+            Variable(checkpoint_path_name(run_id)).set(trainer.checkpoint())
         if time.monotonic() - last_log >= config.metrics_interval_s:
             trainer.log()
             last_log = time.monotonic()
