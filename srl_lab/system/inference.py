@@ -14,7 +14,6 @@ import numpy as np
 import zmq
 
 from srl_lab.api.policy import Policy, obs_to_tensor
-from srl_lab.api.tree import tree_map
 from srl_lab.system import codec
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.streams import Endpoint, Receiver, connect
@@ -92,7 +91,3 @@ class RemoteInference:
     def close(self) -> None:
         self.sock.close(linger=0)
 
-
-def flatten_rows(obs, n: int):
-    """[n_envs, n_agents, ...] -> [n_envs * n_agents, ...] for a single array or a dict."""
-    return tree_map(lambda x: x.reshape(n, *x.shape[2:]), obs)

@@ -6,7 +6,6 @@ after a kernel restart use this class, so curves and tables look the same either
 from __future__ import annotations
 
 import json
-import os
 import threading
 from typing import Any, Iterable
 

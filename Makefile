@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench lab chromium clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mujoco,lab]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m srl_lab.demo
+
+test: $(STAMP) chromium
+	$(VENV)/bin/pytest -q -ra
+
+bench: $(STAMP)
+	$(PY) benchmarks/cartpole_throughput.py
+	$(PY) benchmarks/hide_and_seek_env.py
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks
+
+# Debian's chromium drives the JupyterLab UI test; without it that test is skipped and says why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 \
+		|| (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \
+		|| echo "chromium could not be installed: the JupyterLab UI test will be skipped"
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

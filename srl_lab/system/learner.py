@@ -1,0 +1,65 @@
+"""The trainer's core without sockets: accept fragments, drop stale ones, batch, train, version.
+
+``TrainerWorker`` wraps it with the sample stream and the parameter service; the single-process
+baseline drives it directly, so both measure the same learning code.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from srl_lab.api.algorithm import Algorithm
+from srl_lab.config import ExperimentConfig
+from srl_lab.envs.factory import make_env_group, make_policy
+from srl_lab.system.fragments import batch_fragments
+
+
+def make_algorithm(config: ExperimentConfig, policy, device: str) -> Algorithm:
+    from srl_lab.algorithms.ppo import PPO
+
+    return PPO(policy, config.ppo, device)
+
+
+class Learner:
+    def __init__(self, config: ExperimentConfig):
+        self.config = config
+        probe = make_env_group(config, 1)
+        self.policy = make_policy(config, probe.observation_space, probe.action_space)
+        probe.close()
+        self.algorithm = make_algorithm(config, self.policy, config.trainer.device)
+        self.version = 0
+        self.batch: list[dict[str, Any]] = []
+        self.batch_steps = 0
+        self.episodes: list[dict[str, float]] = []
+        self.counters = {"fragments_received": 0, "fragments_consumed": 0, "dropped_stale": 0,
+                         "malformed": 0, "env_steps_consumed": 0, "env_errors": 0}
+        self.last_stats: dict[str, float] = {}
+
+    def offer(self, arrays: dict[str, Any], episodes: list, env_errors: int) -> bool:
+        """Take a well-formed fragment; False if it was dropped as stale (counted either way)."""
+        self.counters["fragments_received"] += 1
+        self.counters["env_errors"] += env_errors
+        self.episodes.extend(e for e in episodes if isinstance(e, dict))
+        if self.version - int(arrays["versions"].min()) > self.config.trainer.max_version_lag:
+            self.counters["dropped_stale"] += 1
+            return False
+        self.batch.append(arrays)
+        self.batch_steps += arrays["rewards"].size
+        return True
+
+    def ready(self) -> bool:
+        return self.batch_steps >= self.config.trainer.batch_steps
+
+    def train(self) -> None:
+        """One algorithm update on the collected fragments; bumps the policy version."""
+        start = time.perf_counter()
+        self.last_stats = self.algorithm.train(batch_fragments(self.batch))
+        self.last_stats["train_s"] = time.perf_counter() - start
+        self.counters["fragments_consumed"] += len(self.batch)
+        self.counters["env_steps_consumed"] += self.batch_steps
+        self.batch, self.batch_steps = [], 0
+        self.version += 1
+
+    def take_episodes(self) -> list[dict[str, float]]:
+        episodes, self.episodes = self.episodes, []
+        return episodes

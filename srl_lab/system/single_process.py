@@ -1,0 +1,62 @@
+"""The single-process baseline: the same env groups, ring, policy and learner, with no Dask and no
+sockets. It is the ceiling a distributed run is measured against (``benchmarks/cartpole_throughput``)
+and a quick way to debug an algorithm without a cluster."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from srl_lab.config import ExperimentConfig
+from srl_lab.envs.factory import make_env_group
+from srl_lab.system.actor_ring import ActorRing
+from srl_lab.system.fragments import FragmentBuilder
+from srl_lab.system.inference import Reply, run_policy
+from srl_lab.system.learner import Learner
+
+
+class _SharedPolicyInference:
+    """Acts with the learner's own policy object: always the latest version, no weight copies."""
+
+    latency_s = 0.0
+
+    def __init__(self, learner: Learner):
+        self.learner = learner
+        self._replies: dict[int, Reply] = {}
+
+    def post(self, group: int, obs: Any) -> None:
+        self._replies[group] = Reply(*run_policy(self.learner.policy, obs), self.learner.version)
+
+    def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply:
+        return self._replies.pop(group)
+
+    def close(self) -> None:
+        pass
+
+
+def train_single_process(config: ExperimentConfig, env_steps: int) -> dict[str, Any]:
+    """Train for ``env_steps`` env steps in this process; returns throughput and returns."""
+    import torch
+
+    torch.set_num_threads(1)
+    learner = Learner(config)
+    acfg = config.actors
+
+    def emit(builder: FragmentBuilder, last_value: np.ndarray) -> bool:
+        learner.offer(builder.arrays(last_value), builder.episodes, builder.env_errors)
+        if learner.ready():
+            learner.train()
+        return True
+
+    envs = [make_env_group(config, acfg.envs_per_group, seed=config.seed * 100_003 + g) for g in range(acfg.ring_size)]
+    ring = ActorRing(envs, acfg.fragment_length, _SharedPolicyInference(learner), emit)
+    start = time.perf_counter()
+    while ring.counters["env_steps"] < env_steps:
+        ring.step(lambda: False)
+    seconds = time.perf_counter() - start
+    ring.close()
+    returns = [e["return"] for e in learner.episodes]
+    return {"env_steps": ring.counters["env_steps"], "seconds": seconds,
+            "env_steps_per_s": ring.counters["env_steps"] / seconds, "version": learner.version,
+            "final_return": float(np.mean(returns[-20:])) if returns else float("nan")}
