@@ -1,0 +1,107 @@
+"""The hide-and-seek network: entity embeddings, masked residual self-attention, pooling, (LSTM).
+
+Batch rows are env x agent. Per stream (policy and critic, separate networks of the same shape):
+
+    x_self   = [observation_self, circular conv1d(lidar)]
+    self     = relu(dense_128(x_self))
+    entity_i = relu(dense_128^type([entity_i, x_self]))        # one dense per type: agent, box, ramp
+    tokens   = layer_norm(t + attention(layer_norm(t)))          # t = [self, entities], 4 heads x 32
+    pooled   = mean of tokens over the mask
+    features = relu(dense_256([pooled, self]))  -> LSTM 256 when recurrent -> heads
+
+The **policy** masks entities it cannot see (``mask_*_obs``) and padding (``mask_*_obs_spoof``): they
+neither attend, nor are attended to, nor pooled, so their features cannot reach the action. The
+**critic** sees every existing entity (it masks padding only). Default sizes with ``recurrent=True``
+give ~1.6 M parameters for both networks together. Recurrent use: see ``models.actor_critic``.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from srl_lab.api.policy import TensorObs, layer_init
+from srl_lab.models.actor_critic import ActorCriticPolicy
+
+# entity array -> (visibility mask, existence mask)
+ENTITIES = {
+    "agent_qpos_qvel": ("mask_aa_obs", "mask_aa_obs_spoof"),
+    "box_obs": ("mask_ab_obs", "mask_ab_obs_spoof"),
+    "ramp_obs": ("mask_ar_obs", "mask_ar_obs_spoof"),
+}
+
+
+class MaskedSelfAttention(nn.Module):
+    """Residual multi-head self-attention; masked tokens are invisible to every other token."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.norm_in = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.norm_out = nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``x [N, E, D]``, ``mask [N, E]`` (True = present); token 0 must always be present."""
+        n, e, d = x.shape
+        q, k, v = self.qkv(self.norm_in(x)).view(n, e, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :])
+        return self.norm_out(x + self.out(attended.transpose(1, 2).reshape(n, e, d)))
+
+
+class EntityTrunk(nn.Module):
+    """One stream (policy or critic): observation dict rows -> ``[N, hidden]`` features."""
+
+    def __init__(self, space: gym.spaces.Dict, mask_keys: tuple[int, ...], embed: int, heads: int,
+                 hidden: int, lidar_channels: int):
+        super().__init__()
+        self.mask_keys = mask_keys  # which of (visibility, existence) masks this stream applies
+        rays = space["lidar"].shape[0]
+        self.lidar_conv = nn.Conv1d(1, lidar_channels, kernel_size=3, padding=1, padding_mode="circular")
+        x_self = space["observation_self"].shape[0] + lidar_channels * rays
+        self.self_embed = layer_init(nn.Linear(x_self, embed))
+        self.entity_embed = nn.ModuleDict({key: layer_init(nn.Linear(space[key].shape[-1] + x_self, embed))
+                                           for key in ENTITIES})
+        self.attention = MaskedSelfAttention(embed, heads)
+        self.dense = layer_init(nn.Linear(2 * embed, hidden))
+
+    def forward(self, obs: TensorObs) -> torch.Tensor:
+        lidar = F.relu(self.lidar_conv(obs["lidar"].unsqueeze(1))).flatten(1)
+        x_self = torch.cat([obs["observation_self"], lidar], dim=-1)
+        self_token = F.relu(self.self_embed(x_self))
+        tokens, masks = [self_token.unsqueeze(1)], [torch.ones_like(self_token[:, :1])]
+        for key, mask_names in ENTITIES.items():
+            entities = obs[key]
+            context = x_self.unsqueeze(1).expand(-1, entities.shape[1], -1)
+            tokens.append(F.relu(self.entity_embed[key](torch.cat([entities, context], dim=-1))))
+            mask = torch.ones_like(entities[..., 0])
+            for i in self.mask_keys:
+                mask = mask * obs[mask_names[i]]
+            masks.append(mask)
+        mask = torch.cat(masks, dim=1) > 0.5
+        attended = self.attention(torch.cat(tokens, dim=1), mask)
+        weights = mask.unsqueeze(-1).to(attended.dtype)
+        pooled = (attended * weights).sum(1) / weights.sum(1)
+        return F.relu(self.dense(torch.cat([pooled, self_token], dim=-1)))
+
+
+class EntityAttentionPolicy(ActorCriticPolicy):
+    """Hide-and-seek policy and critic (see the module docstring); ``factory(obs_space, action_space)``."""
+
+    VISIBILITY, EXISTENCE = 0, 1
+
+    def __init__(self, observation_space: gym.spaces.Dict, action_space: gym.Space, hidden: int = 256,
+                 embed: int = 128, heads: int = 4, lidar_channels: int = 9, recurrent: bool = False):
+        super().__init__(observation_space, action_space, recurrent)
+        missing = {"observation_self", "lidar", *ENTITIES, *(m for pair in ENTITIES.values() for m in pair)}
+        missing -= set(observation_space.spaces)
+        if missing:
+            raise ValueError(f"EntityAttentionPolicy needs the hide-and-seek observation keys; missing {sorted(missing)}")
+
+        def trunk(mask_keys: tuple[int, ...]) -> EntityTrunk:
+            return EntityTrunk(observation_space, mask_keys, embed, heads, hidden, lidar_channels)
+
+        self.build(actor_trunk=trunk((self.VISIBILITY, self.EXISTENCE)), critic_trunk=trunk((self.EXISTENCE,)),
+                   hidden=hidden)
