@@ -275,6 +275,12 @@ class Run:
             bar.close()
         return self.status()
 
+    def panel(self, **kw: Any):
+        """The notebook control panel for this run (displays as its ipywidgets; see srl_lab.notebook)."""
+        from srl_lab.notebook.panel import Panel
+
+        return Panel(self, **kw)
+
     def __enter__(self) -> "Run":
         return self
 

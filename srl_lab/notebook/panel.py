@@ -1,0 +1,368 @@
+"""The control panel: ipywidgets controls, a worker table and live curves for one run.
+
+It drives a live ``Run`` (every control), a run attached from another kernel (pause, resume,
+checkpoint) or a run reopened from disk (read only). Curves are rendered with Agg to PNG and set on
+``ipywidgets.Image`` by one UI pump thread at ``refresh_hz`` (2-5 Hz); slow calls a button or slider
+starts (scaling, stopping, checkpointing) run on a short-lived action thread whose outcome the pump
+shows, so the kernel stays responsive and nothing is printed from a thread.
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+
+from srl_lab.cluster import slot_count
+from srl_lab.curves import render_png
+from srl_lab.notebook.pump import Renderer, Timing, UiPump
+from srl_lab.notebook.table import reported_workers, rows_html, worker_rows
+from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
+from srl_lab.system.metrics import MetricsLog
+
+FULL_CONTROL = frozenset({"start", "scale", "ring", "pause", "checkpoint", "stop"})
+MIN_IMAGE_INTERVAL_S = 0.5  # re-render a figure at most this often; workers report at ~1 Hz anyway
+NOTE_COLOURS = {"info": "#0550ae", "warning": "#9a6700", "error": "#cf222e"}
+
+
+class Panel:
+    """``run.panel()``: controls, worker table and live curves; displays as its widget."""
+
+    def __init__(self, source: Any, refresh_hz: float = 4.0, max_actors: int | None = None):
+        if not 2.0 <= refresh_hz <= 5.0:
+            raise ValueError(f"refresh_hz must be within 2-5 Hz, got {refresh_hz}")
+        self.source = source
+        self.capabilities: frozenset[str] = getattr(source, "capabilities", FULL_CONTROL)
+        self.timing = Timing()
+        self._period = 1.0 / refresh_hz
+        self._lock = threading.Lock()
+        self._note = ("", "info")  # written by any thread, shown by the pump
+        self._action: threading.Thread | None = None
+        self._wanted_actors: int | None = None
+        self._ring_of: dict[str, int] = {}  # actor worker -> ring size it was started with
+        self._reset_source_state()
+        self._build(max_actors)
+        self._renderer: Renderer | None = None  # only a pumped panel renders off-thread
+        self._pump: UiPump | None = None
+        if self._live():
+            self._start_pump()
+        else:
+            self.refresh()
+
+    # ------------------------------------------------------------------ widgets
+    def _build(self, max_actors: int | None) -> None:
+        actors = self._actor_count()
+        config = getattr(self.source, "config", None)
+        ring = config.actors.ring_size if config is not None else 1
+        style = {"description_width": "initial"}
+        self.header = widgets.HTML()
+        self.actors = widgets.IntSlider(value=max(actors, 1), min=1, max=max_actors or max(8, 2 * actors),
+                                        description="actor workers", continuous_update=False, style=style)
+        self.ring = widgets.IntSlider(value=ring, min=1, max=max(8, 2 * ring), description="env ring size",
+                                      continuous_update=False, style=style)
+        self.actors.add_class("srl-actors")
+        self.ring.add_class("srl-ring")
+        controls: list[widgets.Widget] = [self.actors, self.ring]
+        self.policy_workers: widgets.IntSlider | None = None
+        if config is not None and config.inference.mode == "remote":
+            n = config.inference.policy_workers
+            self.policy_workers = widgets.IntSlider(
+                value=n, min=n, max=n, disabled=True, description="policy workers", style=style,
+                tooltip="fixed for the run's lifetime: actors are bound to their policy worker at start")
+            self.policy_workers.add_class("srl-policy-workers")
+            controls.append(self.policy_workers)
+        icons = {"start": "play", "pause": "pause", "resume": "play-circle", "stop": "stop",
+                 "checkpoint": "save"}
+        width = widgets.Layout(width="115px")
+        self.buttons = {name: widgets.Button(description=name, icon=icon, layout=width)
+                        for name, icon in icons.items()}
+        for name, button in self.buttons.items():
+            button.add_class(f"srl-{name}")
+            button.on_click(lambda _, name=name: self._on_button(name))
+        self.note = widgets.HTML()
+        self.table = widgets.HTML()
+        self.curves = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.throughput = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.curves.add_class("srl-curves")
+        self.throughput.add_class("srl-throughput")
+        if "scale" not in self.capabilities:
+            self.actors.disabled = True
+        if "ring" not in self.capabilities:
+            self.ring.disabled = True
+        self.actors.observe(self._on_actors, names="value")
+        self.ring.observe(self._on_ring, names="value")
+        self.widget = widgets.VBox([self.header, widgets.HBox(controls),
+                                    widgets.HBox(list(self.buttons.values())), self.note, self.table,
+                                    self.curves, self.throughput])
+        self.widget.add_class("srl-panel")
+        if self.capabilities != FULL_CONTROL:
+            self._say(getattr(self.source, "not_here", "reopened from disk: nothing runs to control"))
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # ------------------------------------------------------------------ the pump
+    def _start_pump(self) -> None:
+        self._renderer = self._renderer or Renderer()
+        self._pump = UiPump(self._tick, self._period, self.timing).start()
+
+    def _tick(self) -> bool:
+        """One pump tick; False once the run has stopped and its final state is on screen."""
+        try:
+            return self.refresh()
+        except Exception as exc:  # noqa: BLE001  (a scheduler hiccup must not end the panel's only thread)
+            self._say(f"refresh failed: {exc!r}", "error")
+            self._set(self.note, self._note_html())
+            return True
+
+    def refresh(self) -> bool:
+        """Update every widget from the run; True while there is more to show. Called by the pump."""
+        live = self._live()
+        status = self.source.status()
+        if not live:  # a stopped run's actors have left status(); show every worker's final report
+            final = status.get("state") or "finished"
+            latest = self.source.metrics.workers()
+            status["workers"] = reported_workers(latest, lambda r: r.get("state") or final)
+        paused = live and "pause" in self.capabilities and bool(self.source.paused)
+        self._set(self.table, rows_html(worker_rows(status)))
+        self._set(self.header, self._header_html(status, live, paused))
+        busy = self._update_controls(live, paused)
+        if self._renderer is not None and self._renderer.error:
+            self._say(self._renderer.error, "error")
+            self._renderer.error = None
+        self._set(self.note, self._note_html())
+        pending = self._figures(live)
+        return live or busy or pending
+
+    def _figures(self, live: bool) -> bool:
+        """Ask for figures whose data changed, set the ones rendered; True while some are pending.
+
+        Each render works on a snapshot taken here, so data arriving meanwhile cannot tear a plot.
+        """
+        metrics, now = self.source.metrics, time.monotonic()
+        trained = (len(metrics.episodes), len(metrics.train))
+        if trained != self._trained_at_render and not self._busy("curves") \
+                and (not live or now - self._curves_at >= MIN_IMAGE_INTERVAL_S):
+            self._trained_at_render, self._curves_at = trained, now
+            snapshot = MetricsLog(None)
+            snapshot.episodes, snapshot.train = list(metrics.episodes), list(metrics.train)
+            self._render("curves", lambda: render_png(snapshot, title=self.source.run_id))
+        self._throughput_stale |= self._series.update(metrics)
+        if (self._throughput_stale or not self.throughput.value) and not self._busy("throughput") \
+                and (not live or now - self._throughput_at >= MIN_IMAGE_INTERVAL_S):
+            self._throughput_stale, self._throughput_at = False, now
+            series = self._series.snapshot()
+            self._render("throughput", lambda: render_throughput_png(series))
+        if self._renderer is None:
+            return False
+        for name, (png, render_s) in self._renderer.take().items():
+            getattr(self, name).value = png
+            self.timing.image(name, render_s)
+        return self._busy("curves") or self._busy("throughput")
+
+    def _busy(self, figure: str) -> bool:
+        return self._renderer is not None and self._renderer.busy(figure)
+
+    def _render(self, figure: str, render: Callable[[], bytes]) -> None:
+        if self._renderer is None:  # no pump (a run reopened from disk): render here, once
+            start = time.perf_counter()
+            getattr(self, figure).value = render()
+            self.timing.image(figure, time.perf_counter() - start)
+        else:
+            self._renderer.request(figure, render)
+
+    @staticmethod
+    def _set(widget: widgets.Widget, value: Any) -> None:
+        if widget.value != value:  # unchanged values would still cost a message to the browser
+            widget.value = value
+
+    def _live(self) -> bool:
+        """A launched run until it has stopped; an attached run until its trainer reports stopped."""
+        if "stop" in self.capabilities:
+            return self.source.result is None
+        return "pause" in self.capabilities and not self.source.stopped
+
+    def _actor_count(self) -> int:
+        actors = getattr(self.source, "actors", None)
+        if isinstance(actors, dict):
+            return len(actors)
+        return sum(1 for w in self.source.status()["workers"] if w["role"] == "actor")
+
+    def _header_html(self, status: dict[str, Any], live: bool, paused: bool) -> str:
+        state = status.get("state") or ("stopped" if not live else "paused" if paused else "running")
+        parts = [f"<b>{html.escape(status['run_id'])}</b>", f"state: <b>{state}</b>",
+                 f"env steps: {status['env_steps']:,}", f"env steps/s: {status['env_steps_per_s'] or 0:,.0f}",
+                 f"policy version: {status['version']}", f"episodes: {status['episodes']:,}",
+                 f"return (last 20): {status['mean_return_last_20']:.2f}"]
+        if status.get("dashboard"):
+            link = html.escape(status["dashboard"])
+            parts.append(f"<a href='{link}' target='_blank' class='srl-dashboard'>Dask dashboard</a>")
+        client = getattr(self.source, "client", None)
+        lines = [" &middot; ".join(parts)]
+        if live and client is not None and "scale" in self.capabilities:
+            address = html.escape(client.scheduler.address)
+            lines.append(f"<span style='color:#57606a'>from another kernel: <code>srl_lab.notebook.attach("
+                         f"'{html.escape(status['run_id'])}', scheduler='{address}').panel()</code></span>")
+        return "<div style='font-size:13px'>" + "<br>".join(lines) + "</div>"
+
+    def _update_controls(self, live: bool, paused: bool) -> bool:
+        """Enable what makes sense now; True while an action (scale, stop, ...) is still running."""
+        busy = self._action is not None and self._action.is_alive()
+        enabled = {"start": not live and "start" in self.capabilities and not busy,
+                   "pause": live and "pause" in self.capabilities and not paused,
+                   "resume": live and "pause" in self.capabilities and paused,
+                   "stop": live and "stop" in self.capabilities and not busy,
+                   "checkpoint": live and "checkpoint" in self.capabilities and not busy}
+        for name, button in self.buttons.items():
+            self._set_attr(button, "disabled", not enabled[name])
+        self._set_attr(self.actors, "disabled", not (live and "scale" in self.capabilities))
+        self._set_attr(self.ring, "disabled", not (live and "ring" in self.capabilities))
+        return busy
+
+    @staticmethod
+    def _set_attr(widget: widgets.Widget, name: str, value: Any) -> None:
+        if getattr(widget, name) != value:
+            setattr(widget, name, value)
+
+    # ------------------------------------------------------------------ notes
+    def _say(self, text: str, level: str = "info") -> None:
+        with self._lock:
+            self._note = (text, level)
+
+    def _note_html(self) -> str:
+        text, level = self._note
+        if not text:
+            return ""
+        return (f"<div class='srl-note srl-note-{level}' style='color:{NOTE_COLOURS[level]}'>"
+                f"{html.escape(text)}</div>")
+
+    # ------------------------------------------------------------------ controls
+    def _on_actors(self, change: dict[str, Any]) -> None:
+        """Slider moved: scale on an action thread; later moves while it works are coalesced."""
+        with self._lock:
+            self._wanted_actors = int(change["new"])
+            running = self._action is not None and self._action.is_alive()
+        if running:
+            self._say(f"will scale to {change['new']} actor workers once the current change is done")
+        else:
+            self._say(f"scaling to {change['new']} actor workers...")
+            self._in_background(self._scale_to_wanted)
+
+    def _scale_to_wanted(self) -> None:
+        run = self.source
+        while True:
+            with self._lock:
+                wanted, self._wanted_actors = self._wanted_actors, None
+            if wanted is None:
+                return
+            try:
+                result = run.scale(actors=wanted)
+            except Exception as exc:  # noqa: BLE001  (shown on the panel: never silently ignored)
+                self._say(f"could not scale to {wanted} actor workers: {exc}", "error")
+                continue
+            ring = run.config.actors.ring_size
+            for worker in (f"actor-{i}" for i in run.actors):
+                self._ring_of.setdefault(worker, ring)
+            needed = 1 + len(run.policy_workers) + result["actors"]
+            have = slot_count(run.client)
+            text = f"{result['actors']} actor workers"
+            if result["removed"]:
+                text += f" (stopped {', '.join(result['removed'])})"
+            if result.get("note"):
+                text += f"; {result['note']}"
+            if have < needed:
+                self._say(f"{text}. Not honoured yet: {needed - have} actor worker(s) wait for a free SRL "
+                          f"slot (the cluster offers {have}, the run needs {needed})", "warning")
+            else:
+                self._say(text)
+
+    def _on_ring(self, change: dict[str, Any]) -> None:
+        """Ring size applies to actor workers started from now on; running ones keep theirs (shown)."""
+        run = self.source
+        size = int(change["new"])
+        actors = dataclasses.replace(run.config.actors, ring_size=size)
+        run.config = dataclasses.replace(run.config, actors=actors)
+        keep = sorted({self._ring_of.get(f"actor-{i}", size) for i in run.actors} - {size})
+        if keep:
+            self._say(f"env ring size {size} applies to actor workers started from now on (raise the actor "
+                      f"control to add some); the running ones keep ring size {', '.join(map(str, keep))}",
+                      "warning")
+        else:
+            self._say(f"env ring size {size}")
+
+    def _on_button(self, name: str) -> None:
+        actions: dict[str, Callable[[], None]] = {"start": self._start, "pause": self._pause_or_resume(True),
+                                                  "resume": self._pause_or_resume(False), "stop": self._stop,
+                                                  "checkpoint": self._checkpoint}
+        self._say(f"{name}...")
+        self._in_background(actions[name])
+
+    def _pause_or_resume(self, pause: bool) -> Callable[[], None]:
+        def act() -> None:
+            (self.source.pause if pause else self.source.resume)()
+            self._say("paused: actors idle, the trainer keeps its state" if pause else "resumed")
+        return act
+
+    def _stop(self) -> None:
+        result = self.source.stop()
+        self._say(f"stopped after {result['seconds']:.0f} s: {result['env_steps']:,} env steps, policy "
+                  f"version {result['version']}, return (last 20) {result['mean_return_last_20']:.2f}; "
+                  f"curves in {os.path.join(self.source.run_dir, 'curve.png')}")
+
+    def _checkpoint(self) -> None:
+        self._say(f"checkpoint written: {self.source.checkpoint()}")
+
+    def _start(self) -> None:
+        """Launch a fresh run with this run's config (next to it) and follow that one."""
+        from srl_lab.system.controller import launch
+
+        old = self.source
+        client = old.client if old.client.status == "running" else None
+        name = f"{old.config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run = launch(old.config, client=client, run_dir=os.path.join(os.path.dirname(old.run_dir), name))
+        if self._pump is not None:
+            self._pump.stop()
+        self.source = run
+        self._reset_source_state()
+        self._say(f"started {run.run_id}")
+        self._start_pump()
+
+    def _reset_source_state(self) -> None:
+        self._series = ThroughputSeries()
+        self._throughput_stale = True
+        self._trained_at_render: tuple[int, int] | None = None
+        self._curves_at = self._throughput_at = 0.0
+        actors = getattr(self.source, "actors", None)
+        if isinstance(actors, dict):
+            ring = self.source.config.actors.ring_size
+            self._ring_of = {f"actor-{i}": ring for i in actors}
+
+    def _in_background(self, action: Callable[[], None]) -> None:
+        def guarded() -> None:
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001  (shown on the panel; threads must not print)
+                self._say(f"{getattr(action, '__name__', 'action').strip('_')} failed: {exc}", "error")
+
+        thread = threading.Thread(target=guarded, name="srl-panel-action", daemon=True)
+        with self._lock:
+            self._action = thread
+        thread.start()
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Stop refreshing (the run goes on) and close the widgets."""
+        if self._pump is not None:
+            self._pump.stop()
+        if self._renderer is not None:
+            self._renderer.close()
+        parts = (self.header, self.actors, self.ring, self.policy_workers, *self.buttons.values(),
+                 self.note, self.table, self.curves, self.throughput, *self.widget.children, self.widget)
+        for widget in parts:
+            if widget is not None:
+                widget.close()
