@@ -162,6 +162,7 @@ class Run:
         """Stop actors, let the trainer drain every fragment they produced, then stop the rest."""
         if self.result is not None:
             return self.result
+        self._abort_if_failed()
         with self._lock:
             for index in self.actors:
                 Event(stop_event_name(self.run_id, f"actor-{index}")).set()
@@ -244,10 +245,24 @@ class Run:
             "dashboard": self.client.dashboard_link,
         }
 
+    def _futures(self) -> list:
+        return [self.trainer, *self.policy_workers, *self.actors.values()]
+
     def _raise_if_failed(self) -> None:
-        for future in [self.trainer, *self.policy_workers, *self.actors.values()]:
+        for future in self._futures():
             if future.status == "error":
-                raise RuntimeError(f"SRL worker {future.key} failed") from future.exception()
+                raise RuntimeError(f"SRL worker {future.key} failed: {future.exception()!r}") \
+                    from future.exception()
+
+    def _abort_if_failed(self) -> None:
+        """A failed worker makes a graceful drain impossible: cancel the rest and say why."""
+        try:
+            self._raise_if_failed()
+        except RuntimeError as error:
+            self.client.cancel(self._futures(), force=True)
+            self.result = {"error": str(error), "seconds": time.time() - self.started}
+            self._finish()
+            raise
 
     def wait(self, env_steps: int | None = None, seconds: float | None = None,
              target_return: float | None = None, progress: bool = True) -> dict[str, Any]:
