@@ -1,0 +1,63 @@
+"""Does hide-and-seek training learn? Lite 1v1 quadrant, trained on the runtime, then evaluated.
+
+Trains for ``--minutes`` (default 20) with the hide-and-seek recipe's config on an embedded cluster,
+then plays the trained policy for one team against uniform random actions for the other, on the same
+seeds as a random-vs-random baseline (``--episodes`` per arm):
+
+- ``seeker_gain_pts``: percentage points of play steps on which the hider is seen, trained seeker
+  minus random seeker;
+- ``hider_gain_pts``: percentage points of play steps hidden, trained hider minus random hider.
+
+The last stdout line is one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+
+from srl_lab.envs.factory import make_env_group, make_policy
+from srl_lab.envs.hide_and_seek.evaluate import hidden_fraction
+
+
+def _recipe():
+    path = os.path.join(os.path.dirname(__file__), "..", "recipes", "hide_and_seek.py")
+    spec = importlib.util.spec_from_file_location("hide_and_seek_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--episodes", type=int, default=200, help="evaluation episodes per arm")
+    parser.add_argument("--run-dir", default="runs/bench-hide-and-seek")
+    args = parser.parse_args()
+
+    recipe = _recipe()
+    result = recipe.main(["--minutes", str(args.minutes), "--run-dir", args.run_dir])
+    run = result.pop("run")
+    probe = make_env_group(run.config, 1)
+    policy = make_policy(run.config, probe.observation_space, probe.action_space)
+    policy.load_weights(run.final_weights)
+    policy.eval()
+    env = dict(run.config.env.kwargs)
+    seed = 12345
+    random_hidden = hidden_fraction(None, None, args.episodes, seed=seed, **env)
+    seeker_hidden = hidden_fraction(policy, "seeker", args.episodes, seed=seed, **env)
+    hider_hidden = hidden_fraction(policy, "hider", args.episodes, seed=seed, **env)
+    print(json.dumps({
+        "seeker_gain_pts": 100 * (random_hidden - seeker_hidden),
+        "hider_gain_pts": 100 * (hider_hidden - random_hidden),
+        "episodes_per_arm": args.episodes,
+        "hidden_fraction": {"random_vs_random": random_hidden, "trained_seeker": seeker_hidden,
+                            "trained_hider": hider_hidden},
+        "env_steps_trained": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
+        "run_dir": run.run_dir,
+    }))
+
+
+if __name__ == "__main__":
+    main()
