@@ -79,6 +79,16 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     norm_adv: bool = True
     anneal_lr_steps: int = 0  # linearly anneal lr to 0 over this many env steps (0: constant)
+    value_clip: float = 0.0  # keep V within this of the values the advantages came from (0: no clipping)
+    norm_value: bool = False  # the value head predicts returns normalised by a running mean/std
+    value_norm_beta: float = 0.99  # EMA decay per update of those statistics
+    norm_obs: bool = False  # update the policy's running observation mean/std from every batch
+    advantage: Literal["gae", "vtrace"] = "gae"  # vtrace: off-policy correction of stale samples
+    vtrace_rho_bar: float = 1.0  # truncation of the importance weights in V-trace
+    vtrace_c_bar: float = 1.0
+    max_staleness: int | None = None  # epoch e uses samples at most (max_staleness - e) versions old
+    chunk_length: int = 0  # recurrent policies: BPTT chunk length in steps (0: the whole fragment)
+    burn_in: int = 0  # recurrent policies: steps before a chunk replayed without gradient to refresh its state
 
 
 @dataclass

@@ -1,69 +1,125 @@
 """Proximal Policy Optimisation (clipped surrogate), readable top to bottom.
 
-One ``train(batch)`` call: GAE advantages from the behaviour values, then ``epochs`` passes of
-shuffled minibatches minimising
+One ``train(batch)`` call: advantages from the batch (GAE, or V-trace against the current policy),
+then ``epochs`` passes of shuffled minibatches minimising
 
     loss = -min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A) + vf_coef * (V - R)^2 / 2 - ent_coef * H
 
 with ratio = pi(a|s) / pi_old(a|s) taken against the behaviour log-probs the actors recorded, so a
-fragment a version or two old is still corrected by the clipped ratio.
+fragment a version or two old is still corrected by the clipped ratio. Options (``PPOConfig``):
+
+* ``value_clip``: the value loss is max((V - R)^2, (V_clip - R)^2), V_clip = V_old + clip(V - V_old, ±c);
+* ``norm_value``: the value head predicts (R - mean) / std of running return statistics, so the
+  behaviour values are denormalised before computing advantages;
+* ``norm_obs``: the policy's ``obs_normalizer`` (buffers, shipped with the weights) is updated
+  from every batch before training on it;
+* ``advantage="vtrace"``: one no-gradient pass gives the current log-probs and values; V-trace
+  then corrects for the policy lag of each sample;
+* ``max_staleness``: a sample acted by version v, trained when the trainer is at version V (or, if
+  not given, the newest version in the batch), is s = V - v versions old; every epoch moves the
+  policy about one version further, so epoch e trains only on samples with s + e <= max_staleness.
+  Each sample is reused at most max_staleness + 1 - s times.
+
+Recurrent policies (``policy.recurrent``) need the batch key ``states`` ``[T, B, ...]``: the
+policy state before each step. Fragments are cut into chunks of ``chunk_length`` steps; a chunk
+starts from its stored state, first replayed over the ``burn_in`` steps before it without gradient
+(so stale stored states are refreshed by the current weights), then trained on with BPTT.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from srl_lab.algorithms.advantages import gae
-from srl_lab.api.algorithm import Algorithm, Batch, flatten_time_batch
+from srl_lab.algorithms.advantages import gae, vtrace
+from srl_lab.algorithms.value_norm import ValueNormalizer
+from srl_lab.api.algorithm import Algorithm, Batch
 from srl_lab.api.policy import Policy, obs_to_tensor
 from srl_lab.api.tree import tree_map
 from srl_lab.config import PPOConfig
+
+Minibatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class PPO(Algorithm):
     def __init__(self, policy: Policy, config: PPOConfig, device: str = "cpu"):
         super().__init__(policy, config, device)
+        if config.norm_obs and not hasattr(policy, "obs_normalizer"):
+            raise TypeError("ppo.norm_obs needs a policy with an obs_normalizer, e.g. a subclass of "
+                            "srl_lab.models.actor_critic.ActorCriticPolicy; or set norm_obs=False")
+        self.recurrent = bool(getattr(policy, "recurrent", False))
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5)
+        self.value_normalizer = ValueNormalizer(config.value_norm_beta) if config.norm_value else None
         self.env_steps_trained = 0
 
-    def train(self, batch: Batch) -> dict[str, float]:
-        cfg = self.config
-        advantages, returns = gae(batch["rewards"], batch["values"], batch["terminated"],
-                                  batch["truncated"], batch["trunc_values"], batch["last_value"],
-                                  cfg.gamma, cfg.gae_lambda)
-        n = advantages.size
+    def train(self, batch: Batch, version: int | None = None) -> dict[str, float]:
+        """One update on ``batch``; ``version`` is the trainer's current policy version (staleness)."""
+        cfg, dev = self.config, self.device
+        T, B = batch["rewards"].shape
+        obs = obs_to_tensor(batch["obs"], dev)  # leaves [T, B, ...]
+        if cfg.norm_obs:
+            self.policy.obs_normalizer.update(obs)
+        ended = batch["terminated"] | batch["truncated"]
+        # first[t]: obs[t] starts an episode (the stored state of step 0 already accounts for it)
+        first = torch.as_tensor(np.concatenate([np.zeros((1, B), bool), ended[:-1]]), device=dev)
+        actions = torch.as_tensor(batch["actions"], device=dev)
+        states = torch.as_tensor(batch["states"], device=dev) if self.recurrent else None
+
+        # Advantages and returns in the scale of real returns.
+        values, trunc_values, last_value = (self._denormalize(batch[k]) for k in
+                                            ("values", "trunc_values", "last_value"))
+        if cfg.advantage == "vtrace":
+            logp_now, values_now = self._evaluate_everything(obs, actions, states, first)
+            values = self._denormalize(values_now)
+            advantages, returns = vtrace(batch["rewards"], values, batch["terminated"], batch["truncated"],
+                                         trunc_values, last_value, logp_now - batch["logp"], cfg.gamma,
+                                         cfg.vtrace_rho_bar, cfg.vtrace_c_bar, cfg.gae_lambda)
+        else:
+            advantages, returns = gae(batch["rewards"], values, batch["terminated"], batch["truncated"],
+                                      trunc_values, last_value, cfg.gamma, cfg.gae_lambda)
+        # Value targets and the values to clip around, in the value head's scale.
+        if self.value_normalizer is not None:
+            self.value_normalizer.update(returns)
+        targets, old_values = self._normalize(returns), self._normalize(values)
+
+        n = T * B
         self.env_steps_trained += n
         if cfg.anneal_lr_steps:
             frac = max(0.0, 1.0 - self.env_steps_trained / cfg.anneal_lr_steps)
             self.optimizer.param_groups[0]["lr"] = cfg.lr * frac
+        flat = {k: torch.as_tensor(np.asarray(v).reshape(n), device=dev) for k, v in
+                (("old_logp", batch["logp"]), ("adv", advantages), ("ret", targets), ("old_v", old_values))}
+        newest = int(batch["versions"].max()) if version is None else version
+        staleness = torch.as_tensor((newest - batch["versions"]).reshape(n), device=dev)
 
-        dev = self.device
-        obs = obs_to_tensor(tree_map(flatten_time_batch, batch["obs"]), dev)
-        actions = torch.as_tensor(flatten_time_batch(batch["actions"]), device=dev)
-        old_logp = torch.as_tensor(flatten_time_batch(batch["logp"]), device=dev)
-        adv_all = torch.as_tensor(advantages.reshape(-1), device=dev)
-        ret_all = torch.as_tensor(returns.reshape(-1), device=dev)
-
-        stats: dict[str, list[float]] = {k: [] for k in
-                                         ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac")}
-        mb = min(cfg.minibatch_size, n)
-        for _ in range(cfg.epochs):
-            perm = torch.randperm(n, device=dev)
-            for start in range(0, n - mb + 1, mb):
-                idx = perm[start:start + mb]
-                logp, entropy, value = self.policy.evaluate(tree_map(lambda x: x[idx], obs), actions[idx])
-                log_ratio = logp - old_logp[idx]
+        stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
+                                                         "clip_frac")}
+        samples_used = 0
+        for epoch in range(cfg.epochs):
+            active = (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
+                      else torch.ones_like(staleness, dtype=torch.bool))
+            samples_used += int(active.sum())
+            minibatches = (self._chunk_minibatches(obs, actions, states, first, active) if self.recurrent
+                           else self._row_minibatches(obs, actions, active))
+            for idx, weight, logp, entropy, value in minibatches:
+                log_ratio = logp - flat["old_logp"][idx]
                 ratio = log_ratio.exp()
-                adv = adv_all[idx]
+                adv = flat["adv"][idx]
                 if cfg.norm_adv:
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                policy_loss = torch.max(-adv * ratio,
-                                        -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
-                value_loss = 0.5 * (value - ret_all[idx]).pow(2).mean()
-                loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy.mean()
+                    centred = adv - _mean(adv, weight)
+                    adv = centred / (_mean(centred ** 2, weight).sqrt() + 1e-8)
+                policy_loss = _mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)),
+                                    weight)
+                value_error = (value - flat["ret"][idx]) ** 2
+                if cfg.value_clip > 0:
+                    old_v = flat["old_v"][idx]
+                    clipped = old_v + (value - old_v).clamp(-cfg.value_clip, cfg.value_clip)
+                    value_error = torch.max(value_error, (clipped - flat["ret"][idx]) ** 2)
+                value_loss = 0.5 * _mean(value_error, weight)
+                loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * _mean(entropy, weight)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
@@ -71,16 +127,107 @@ class PPO(Algorithm):
                 with torch.no_grad():
                     stats["policy_loss"].append(policy_loss.item())
                     stats["value_loss"].append(value_loss.item())
-                    stats["entropy"].append(entropy.mean().item())
-                    stats["approx_kl"].append(((ratio - 1) - log_ratio).mean().item())
-                    stats["clip_frac"].append(((ratio - 1).abs() > cfg.clip_coef).float().mean().item())
-        return {k: float(np.mean(v)) for k, v in stats.items()}
+                    stats["entropy"].append(_mean(entropy, weight).item())
+                    stats["approx_kl"].append(_mean((ratio - 1) - log_ratio, weight).item())
+                    stats["clip_frac"].append(_mean(((ratio - 1).abs() > cfg.clip_coef).float(), weight).item())
+        result = {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
+        result["sample_reuse"] = samples_used / n
+        if self.value_normalizer is not None:
+            result["value_mean"], result["value_std"] = self.value_normalizer.mean_std()
+        return result
 
+    # ------------------------------------------------------------------ minibatches
+    def _row_minibatches(self, obs: Any, actions: torch.Tensor, active: torch.Tensor) -> Iterator[Minibatch]:
+        """Feed-forward: shuffled rows of the flattened ``[T * B]`` batch (active rows only)."""
+        rows = tree_map(lambda x: x.reshape(-1, *x.shape[2:]), obs)
+        flat_actions = actions.reshape(-1, *actions.shape[2:])
+        candidates = torch.nonzero(active).squeeze(-1)
+        candidates = candidates[torch.randperm(len(candidates), device=candidates.device)]
+        mb = min(self.config.minibatch_size, len(candidates))
+        if mb == 0:
+            return
+        for start in range(0, len(candidates) - mb + 1, mb):
+            idx = candidates[start:start + mb]
+            logp, entropy, value = self.policy.evaluate(_take(rows, idx), flat_actions[idx])
+            yield idx, torch.ones_like(logp), logp, entropy, value
+
+    def _chunk_minibatches(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
+                           active: torch.Tensor) -> Iterator[Minibatch]:
+        """Recurrent: shuffled chunks ``[L, columns]``; each minibatch's chunks share a start step."""
+        cfg = self.config
+        T, B = first.shape
+        L = cfg.chunk_length or T
+        if T % L:
+            raise ValueError(f"ppo.chunk_length={L} must divide the fragment length {T}")
+        per_mb = max(1, min(cfg.minibatch_size // L, B))
+        active = active.view(T, B)
+        plan = []
+        for start in range(0, T, L):
+            columns = torch.nonzero(active[start:start + L].any(0)).squeeze(-1)
+            columns = columns[torch.randperm(len(columns), device=columns.device)]
+            plan += [(start, columns[i:i + per_mb]) for i in range(0, len(columns), per_mb)]
+        for k in torch.randperm(len(plan)).tolist():
+            start, cols = plan[k]
+            logp, entropy, value = self._unroll(obs, actions, states, first, start, start + L, cols)
+            steps = torch.arange(start, start + L, device=cols.device)
+            idx = (steps[:, None] * B + cols[None, :]).reshape(-1)
+            yield idx, active.reshape(-1)[idx].float(), logp.reshape(-1), entropy.reshape(-1), value.reshape(-1)
+
+    def _unroll(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
+                start: int, stop: int, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(logp, entropy, value)`` ``[stop - start, len(cols)]``, from the stored state ``burn_in`` steps back."""
+        warm = max(0, start - self.config.burn_in)
+        state = states[warm, cols]
+        if warm < start:
+            with torch.no_grad():
+                _, _, state = self.policy.distribution_and_value(_take(obs, (slice(warm, start), cols)),
+                                                                 state, first[warm:start, cols])
+        return self.policy.evaluate(_take(obs, (slice(start, stop), cols)), actions[start:stop, cols],
+                                    state, first[start:stop, cols])
+
+    @torch.no_grad()
+    def _evaluate_everything(self, obs: Any, actions: torch.Tensor, states: torch.Tensor | None,
+                             first: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """Current ``(log_probs, values)`` ``[T, B]`` of the whole batch, for V-trace."""
+        T, B = first.shape
+        if self.recurrent:  # whole fragments from their first stored state
+            logp, _, value = self._unroll(obs, actions, states, first, 0, T, torch.arange(B, device=first.device))
+            return logp.cpu().numpy(), value.cpu().numpy()
+        rows = tree_map(lambda x: x.reshape(T * B, *x.shape[2:]), obs)
+        flat_actions = actions.reshape(T * B, *actions.shape[2:])
+        size = self.config.minibatch_size
+        parts = [self.policy.evaluate(_take(rows, slice(i, i + size)), flat_actions[i:i + size])
+                 for i in range(0, T * B, size)]
+        logp, value = (torch.cat([p[k] for p in parts]).view(T, B).cpu().numpy() for k in (0, 2))
+        return logp, value
+
+    # ------------------------------------------------------------------ value scale
+    def _normalize(self, x: np.ndarray) -> np.ndarray:
+        return x if self.value_normalizer is None else self.value_normalizer.normalize(x)
+
+    def _denormalize(self, x: np.ndarray) -> np.ndarray:
+        return x if self.value_normalizer is None else self.value_normalizer.denormalize(x)
+
+    # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "env_steps_trained": self.env_steps_trained}
+        state = {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "env_steps_trained": self.env_steps_trained}
+        if self.value_normalizer is not None:
+            state["value_normalizer"] = self.value_normalizer.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.policy.load_state_dict(state["policy"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.env_steps_trained = state["env_steps_trained"]
+        if self.value_normalizer is not None and "value_normalizer" in state:
+            self.value_normalizer.load_state_dict(state["value_normalizer"])
+
+
+def _take(obs: Any, index: Any) -> Any:
+    return tree_map(lambda x: x[index], obs)
+
+
+def _mean(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the samples with weight 1 (padding of masked steps has weight 0)."""
+    return (x * weight).sum() / weight.sum().clamp(min=1.0)

@@ -1,0 +1,136 @@
+"""PPO's options (value clipping and normalisation, observation normalisation, V-trace, staleness-bounded
+reuse, recurrent chunks, Box actions) and the custom-algorithm example."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from srl_lab.algorithms.ppo import PPO
+from srl_lab.algorithms.recurrent import Rollout
+from srl_lab.algorithms.value_norm import ValueNormalizer
+from srl_lab.config import PPOConfig
+from srl_lab.envs.gym_group import GymEnvGroup
+from srl_lab.envs.memory import CueMemoryEnv
+from srl_lab.models.mlp import MLPPolicy
+from srl_lab.models.mlp_lstm import MLPLSTMPolicy
+
+SMALL = PPOConfig(epochs=2, minibatch_size=64)
+
+
+def batch_for(policy, env_id: str = "CartPole-v1", steps: int = 16, envs: int = 8, **kwargs):
+    torch.manual_seed(0)
+    env = GymEnvGroup(functools.partial(gym.make, env_id, **kwargs), envs, seed=0)
+    return Rollout(env, policy, seed=0).collect(steps)
+
+
+def cartpole_policy(recurrent: bool = False) -> MLPLSTMPolicy:
+    env = gym.make("CartPole-v1")
+    return MLPLSTMPolicy(env.observation_space, env.action_space, hidden=(16,), recurrent=recurrent)
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"value_clip": 0.2}, {"norm_value": True}, {"norm_obs": True}, {"advantage": "vtrace"},
+    {"recurrent": True, "chunk_length": 8, "burn_in": 4},
+    {"recurrent": True, "advantage": "vtrace", "norm_value": True, "norm_obs": True, "value_clip": 0.2},
+], ids=lambda o: ",".join(o) or "plain")
+def test_ppo_options_train_and_round_trip_through_checkpoints(options):
+    options = dict(options)
+    recurrent = options.pop("recurrent", False)
+    config = dataclasses.replace(SMALL, **options)
+    policy = cartpole_policy(recurrent)
+    batch = batch_for(policy)
+    algorithm = PPO(policy, config)
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    stats = algorithm.train(batch, version=0)
+    assert all(np.isfinite(v) for v in stats.values()), stats
+    assert stats["sample_reuse"] == config.epochs
+    assert any(not torch.equal(before[k], v) for k, v in policy.state_dict().items())
+    again = PPO(cartpole_policy(recurrent), config)
+    again.load_state_dict(algorithm.state_dict())
+    for key, value in algorithm.policy.state_dict().items():
+        torch.testing.assert_close(again.policy.state_dict()[key], value)
+    if config.norm_value:
+        assert again.value_normalizer.mean_std() == algorithm.value_normalizer.mean_std() != (0.0, 1.0)
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_staleness_bounds_how_often_a_sample_is_reused(recurrent):
+    policy = cartpole_policy(recurrent)
+    batch = batch_for(policy)
+    batch["versions"][:, :4] = 8  # half the rows were acted two versions before the trainer's 10
+    batch["versions"][:, 4:] = 10
+    config = dataclasses.replace(SMALL, epochs=4, max_staleness=1, chunk_length=8)
+    stats = PPO(policy, config).train(batch, version=10)
+    assert stats["sample_reuse"] == pytest.approx(1.0)  # fresh rows: epochs 0 and 1; stale rows: never
+    stats = PPO(policy, dataclasses.replace(config, max_staleness=3)).train(batch, version=10)
+    assert stats["sample_reuse"] == pytest.approx((4 + 2) / 2)
+    stats = PPO(policy, dataclasses.replace(config, max_staleness=None)).train(batch, version=10)
+    assert stats["sample_reuse"] == 4
+
+
+def test_observation_statistics_are_learned_by_ppo_and_travel_with_the_weights():
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    PPO(policy, dataclasses.replace(SMALL, norm_obs=True)).train(batch)
+    stats = policy.obs_normalizer.stats
+    assert stats.count == batch["rewards"].size
+    np.testing.assert_allclose(stats.mean.numpy(), batch["obs"].reshape(-1, 4).mean(0), rtol=1e-4, atol=1e-5)
+    actor = cartpole_policy()
+    actor.load_weights(policy.weights())
+    torch.testing.assert_close(actor.obs_normalizer.stats.var, stats.var)
+    with pytest.raises(TypeError, match="obs_normalizer"):
+        PPO(MLPPolicy(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)), dataclasses.replace(SMALL, norm_obs=True))
+
+
+def test_value_normalizer_is_debiased_and_invertible():
+    norm = ValueNormalizer(beta=0.99)
+    x = np.random.default_rng(0).normal(1000.0, 50.0, 4096).astype(np.float32)
+    np.testing.assert_array_equal(norm.normalize(x), x)  # identity before the first update
+    norm.update(x)
+    mean, std = norm.mean_std()
+    assert mean == pytest.approx(x.mean(), rel=1e-6) and std == pytest.approx(x.std(), rel=1e-3)
+    np.testing.assert_allclose(norm.denormalize(norm.normalize(x)), x, rtol=1e-5)
+
+
+def test_value_targets_are_learned_in_the_normalised_scale():
+    """With rewards of ~100 per step the head still sees targets of unit scale."""
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    batch["rewards"] = batch["rewards"] * 100.0
+    algorithm = PPO(policy, dataclasses.replace(SMALL, norm_value=True, epochs=8, lr=3e-3))
+    for _ in range(5):
+        stats = algorithm.train(batch)
+    mean, std = algorithm.value_normalizer.mean_std()
+    assert mean > 500 and std > 10 and stats["value_loss"] < 1.0
+
+
+def test_chunk_length_must_divide_the_fragment():
+    policy = cartpole_policy(recurrent=True)
+    with pytest.raises(ValueError, match="chunk_length"):
+        PPO(policy, dataclasses.replace(SMALL, chunk_length=5)).train(batch_for(policy))
+
+
+@pytest.mark.parametrize("make_policy", [MLPPolicy, MLPLSTMPolicy])
+def test_box_actions_use_the_gaussian_head(make_policy):
+    env = gym.make("Pendulum-v1")
+    policy = make_policy(env.observation_space, env.action_space)
+    batch = batch_for(policy, "Pendulum-v1")
+    assert batch["actions"].shape == (16, 8, 1) and batch["actions"].dtype == np.float32
+    log_std = policy.action_head.log_std if hasattr(policy, "action_head") else policy.head.log_std
+    before = log_std.detach().clone()
+    stats = PPO(policy, SMALL).train(batch)
+    assert np.isfinite(stats["policy_loss"]) and not torch.equal(log_std.detach(), before)
+
+
+def test_recurrent_batch_carries_states_for_chunks():
+    env = GymEnvGroup(functools.partial(CueMemoryEnv, 2, 1), 4, seed=0)
+    policy = MLPLSTMPolicy(env.observation_space, env.action_space, hidden=(8,), recurrent=True)
+    batch = Rollout(env, policy, seed=0).collect(6)
+    assert batch["states"].shape == (6, 4, 2, 2, 8)
+    assert set(batch) >= {"obs", "actions", "logp", "values", "rewards", "terminated", "truncated",
+                          "trunc_values", "last_value", "versions"}
