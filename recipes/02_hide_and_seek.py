@@ -55,8 +55,8 @@ def make_config(args: RecipeArgs) -> srl_lab.ExperimentConfig:
         actors=srl_lab.ActorConfig(workers=args.actors, ring_size=2, envs_per_group=4 if args.short else 16,
                                    fragment_length=40 if args.short else 80),
         trainer=srl_lab.TrainerConfig(batch_steps=1280 if args.short else 16384),
-        ppo=srl_lab.PPOConfig(lr=3e-4, epochs=2 if args.short else 4, minibatch_size=640 if args.short else 4096,
-                              gamma=0.998, ent_coef=0.01),
+        ppo=srl_lab.PPOConfig(lr=3e-4, gamma=0.998, ent_coef=0.01, epochs=2 if args.short else 4,
+                              minibatch_size=640 if args.short else 4096),
         policy=srl_lab.PolicyConfig(factory=model),
         metrics_interval_s=0.5,
     )
@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> dict:
         run.wait(seconds=60 * args.minutes)
     finally:
         result = run.stop()
-    print(f"{result['env_steps']:,} env steps in {result['seconds']:.0f} s, policy version {result['version']}; "
-          f"curves and metrics in {run.run_dir}")
+    print(f"{result['env_steps']:,} env steps in {result['seconds']:.0f} s, policy version "
+          f"{result['version']}; curves and metrics in {run.run_dir}")
     return result
 
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
 # if args.headless:
 #     run.wait(seconds=60 * args.minutes)
 #     result = run.stop()
-#     panel.timing.summary()
+#     print("panel refresh intervals (s):", panel.timing.summary())
 
 # %% [markdown]
 # ## Another kernel

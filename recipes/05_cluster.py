@@ -69,9 +69,10 @@ def kubernetes(workers: int):
     """dask-kubernetes' operator: the worker image must have srl_lab installed (see binder/)."""
     from dask_kubernetes.operator import KubeCluster
 
+    one_cpu = {"cpu": "1", "memory": "4G"}
     return KubeCluster(name="srl-lab", n_workers=workers, env=SLOT_ENV,
                        worker_command=["dask", "worker", "--nthreads", "1"],
-                       resources={"requests": {"cpu": "1", "memory": "4G"}, "limits": {"cpu": "1", "memory": "4G"}})
+                       resources={"requests": one_cpu, "limits": one_cpu})
 
 
 def gateway(workers: int):

@@ -24,7 +24,7 @@ def load_recipe(path: str) -> dict[str, Any]:
         raise FileNotFoundError(f"no recipe at {path}")
     namespace = runpy.run_path(path, run_name=RECIPE_MODULE)
     if not callable(namespace.get("main")):
-        raise AttributeError(f"{path} defines no main(argv); recipes run their training from main()")
+        raise TypeError(f"{path} defines no main(argv); recipes run their training from main()")
     return namespace
 
 
@@ -39,7 +39,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"run": _run}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="srl-lab", description="srl_lab: distributed RL on Dask, from notebooks.")
+    parser = argparse.ArgumentParser(prog="srl-lab", description="srl_lab: distributed RL on Dask.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a recipe's main() with its flags",
                               description="Run recipes/X.py's main(); flags after the path go to the recipe "

@@ -19,6 +19,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from srl_lab.cluster import slot_count
+from srl_lab.config import ExperimentConfig
 from srl_lab.curves import render_png
 from srl_lab.notebook.pump import Renderer, Timing, UiPump
 from srl_lab.notebook.table import reported_workers, rows_html, worker_rows
@@ -42,7 +43,8 @@ class Panel:
         self._period = 1.0 / refresh_hz
         self._lock = threading.Lock()
         self._note = ("", "info")  # written by any thread, shown by the pump
-        self._action: threading.Thread | None = None
+        self._action: threading.Thread | None = None  # the latest button's action
+        self._scaler: threading.Thread | None = None  # applies actor-control moves, one at a time
         self._wanted_actors: int | None = None
         self._ring_of: dict[str, int] = {}  # actor worker -> ring size it was started with
         self._reset_source_state()
@@ -58,6 +60,8 @@ class Panel:
     def _build(self, max_actors: int | None) -> None:
         actors = self._actor_count()
         config = getattr(self.source, "config", None)
+        if not isinstance(config, ExperimentConfig):  # attached (no config) or reopened from disk (a dict)
+            config = None
         ring = config.actors.ring_size if config is not None else 1
         style = {"description_width": "initial"}
         self.header = widgets.HTML()
@@ -212,7 +216,7 @@ class Panel:
 
     def _update_controls(self, live: bool, paused: bool) -> bool:
         """Enable what makes sense now; True while an action (scale, stop, ...) is still running."""
-        busy = self._action is not None and self._action.is_alive()
+        busy = self._scaler is not None or (self._action is not None and self._action.is_alive())
         enabled = {"start": not live and "start" in self.capabilities and not busy,
                    "pause": live and "pause" in self.capabilities and not paused,
                    "resume": live and "pause" in self.capabilities and paused,
@@ -220,8 +224,6 @@ class Panel:
                    "checkpoint": live and "checkpoint" in self.capabilities and not busy}
         for name, button in self.buttons.items():
             self._set_attr(button, "disabled", not enabled[name])
-        self._set_attr(self.actors, "disabled", not (live and "scale" in self.capabilities))
-        self._set_attr(self.ring, "disabled", not (live and "ring" in self.capabilities))
         return busy
 
     @staticmethod
@@ -243,43 +245,53 @@ class Panel:
 
     # ------------------------------------------------------------------ controls
     def _on_actors(self, change: dict[str, Any]) -> None:
-        """Slider moved: scale on an action thread; later moves while it works are coalesced."""
+        """Slider moved: scale on a scaler thread; moves made while it works are coalesced."""
+        wanted = int(change["new"])
+        if not self._live():
+            self._say(f"{wanted} actor workers when the run is started")
+            return
         with self._lock:
-            self._wanted_actors = int(change["new"])
-            running = self._action is not None and self._action.is_alive()
-        if running:
-            self._say(f"will scale to {change['new']} actor workers once the current change is done")
-        else:
-            self._say(f"scaling to {change['new']} actor workers...")
-            self._in_background(self._scale_to_wanted)
+            self._wanted_actors = wanted
+            idle = self._scaler is None
+            if idle:
+                self._scaler = threading.Thread(target=self._scale_to_wanted, name="srl-panel-scale",
+                                                daemon=True)
+        self._say(f"scaling to {wanted} actor workers..." if idle
+                  else f"will scale to {wanted} actor workers once the current change is done")
+        if idle:
+            self._scaler.start()
 
     def _scale_to_wanted(self) -> None:
-        run = self.source
         while True:
             with self._lock:
                 wanted, self._wanted_actors = self._wanted_actors, None
-            if wanted is None:
-                return
+                if wanted is None:
+                    self._scaler = None
+                    return
             try:
-                result = run.scale(actors=wanted)
+                self._scale(wanted)
             except Exception as exc:  # noqa: BLE001  (shown on the panel: never silently ignored)
                 self._say(f"could not scale to {wanted} actor workers: {exc}", "error")
-                continue
-            ring = run.config.actors.ring_size
-            for worker in (f"actor-{i}" for i in run.actors):
-                self._ring_of.setdefault(worker, ring)
-            needed = 1 + len(run.policy_workers) + result["actors"]
-            have = slot_count(run.client)
-            text = f"{result['actors']} actor workers"
-            if result["removed"]:
-                text += f" (stopped {', '.join(result['removed'])})"
-            if result.get("note"):
-                text += f"; {result['note']}"
-            if have < needed:
-                self._say(f"{text}. Not honoured yet: {needed - have} actor worker(s) wait for a free SRL "
-                          f"slot (the cluster offers {have}, the run needs {needed})", "warning")
-            else:
-                self._say(text)
+
+    def _scale(self, wanted: int) -> None:
+        """Scale, then say what happened, including actors left waiting for a slot."""
+        run = self.source
+        result = run.scale(actors=wanted)
+        ring = run.config.actors.ring_size
+        for worker in (f"actor-{i}" for i in run.actors):
+            self._ring_of.setdefault(worker, ring)
+        needed = 1 + len(run.policy_workers) + result["actors"]
+        have = slot_count(run.client)
+        text = f"{result['actors']} actor workers"
+        if result["removed"]:
+            text += f" (stopped {', '.join(result['removed'])})"
+        if result.get("note"):
+            text += f"; {result['note']}"
+        if have < needed:
+            self._say(f"{text}. Not honoured yet: {needed - have} actor worker(s) wait for a free SRL "
+                      f"slot (the cluster offers {have}, the run needs {needed})", "warning")
+        else:
+            self._say(text)
 
     def _on_ring(self, change: dict[str, Any]) -> None:
         """Ring size applies to actor workers started from now on; running ones keep theirs (shown)."""
@@ -288,7 +300,7 @@ class Panel:
         actors = dataclasses.replace(run.config.actors, ring_size=size)
         run.config = dataclasses.replace(run.config, actors=actors)
         keep = sorted({self._ring_of.get(f"actor-{i}", size) for i in run.actors} - {size})
-        if keep:
+        if keep and self._live():
             self._say(f"env ring size {size} applies to actor workers started from now on (raise the actor "
                       f"control to add some); the running ones keep ring size {', '.join(map(str, keep))}",
                       "warning")
@@ -318,13 +330,15 @@ class Panel:
         self._say(f"checkpoint written: {self.source.checkpoint()}")
 
     def _start(self) -> None:
-        """Launch a fresh run with this run's config (next to it) and follow that one."""
+        """Launch a fresh run of this config with the panel's settings, next to the old run, and follow it."""
         from srl_lab.system.controller import launch
 
         old = self.source
+        config = dataclasses.replace(old.config, actors=dataclasses.replace(old.config.actors,
+                                                                            workers=self.actors.value))
         client = old.client if old.client.status == "running" else None
-        name = f"{old.config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        run = launch(old.config, client=client, run_dir=os.path.join(os.path.dirname(old.run_dir), name))
+        name = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run = launch(config, client=client, run_dir=os.path.join(os.path.dirname(old.run_dir), name))
         if self._pump is not None:
             self._pump.stop()
         self.source = run

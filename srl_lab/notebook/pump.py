@@ -8,6 +8,7 @@ a busy two-core machine, which would otherwise stretch the pump's ticks well bel
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import threading
 import time
@@ -49,7 +50,7 @@ def _describe(values: list[float]) -> dict[str, float]:
         return {"n": 0}
     ordered = sorted(values)
     return {"n": len(values), "median": round(statistics.median(ordered), 4),
-            "p90": round(ordered[int(0.9 * (len(ordered) - 1))], 4), "max": round(ordered[-1], 4)}
+            "p90": round(ordered[math.ceil(0.9 * len(ordered)) - 1], 4), "max": round(ordered[-1], 4)}
 
 
 class UiPump:
@@ -115,10 +116,13 @@ class Renderer:
             done, self._done = self._done, {}
         return done
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop after the render in progress (a thread killed inside a C++ render aborts the process)."""
         with self._cond:
             self._closed = True
             self._cond.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
     def _loop(self) -> None:
         while True:

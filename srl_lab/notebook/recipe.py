@@ -49,5 +49,5 @@ def recipe_args(argv: list[str] | None = None, *, actors: int, minutes: float, s
         parser.error("--actors must be at least 1")
     if args.minutes <= 0:
         parser.error("--minutes must be positive")
-    return RecipeArgs(scheduler=args.scheduler, actors=args.actors, minutes=args.minutes, run_dir=args.run_dir,
-                      short=short, headless=_flag("SRL_LAB_HEADLESS"))
+    return RecipeArgs(scheduler=args.scheduler, actors=args.actors, minutes=args.minutes,
+                      run_dir=args.run_dir, short=short, headless=_flag("SRL_LAB_HEADLESS"))
