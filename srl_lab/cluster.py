@@ -5,6 +5,11 @@ resource and one thread; every SRL task asks for one slot and holds it (and the 
 whole life, so the scheduler never stacks two loops in one process. SRL tasks deliberately do not
 ``secede()``: with distributed 2026.8 a seceded task hands its resources back to the scheduler,
 which then places a second SRL worker on the same process where it waits forever.
+
+When a worker process dies, the scheduler re-runs its SRL task elsewhere; the embedded cluster allows
+that many times (``ALLOWED_FAILURES``), and beyond it the controller resubmits the task itself.
+Worker processes import the runtime when they start (``PRELOAD``), so a replacement SRL worker
+starts in seconds on an idle spare process instead of first importing torch.
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import logging
 from typing import Any
 
 SLOT = "srl_slot"
+ALLOWED_FAILURES = 1000  # re-runs of one task after worker deaths before the scheduler gives up
+PRELOAD = "srl_lab.system.preload"
 
 
 def worker_options(gpus: int = 0) -> dict[str, Any]:
@@ -20,13 +27,19 @@ def worker_options(gpus: int = 0) -> dict[str, Any]:
     return {"nthreads": 1, "resources": resources}
 
 
-def local(n_workers: int = 4, dashboard_address: str | None = ":0", **kwargs: Any):
-    """An embedded ``LocalCluster(processes=True)`` sized for ``n_workers`` SRL workers."""
+def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: Any = None, **kwargs: Any):
+    """An embedded ``LocalCluster(processes=True)`` sized for ``n_workers`` SRL workers.
+
+    ``security``: a ``distributed.security.Security`` (e.g. ``Security.temporary()``) makes every
+    Dask connection TLS; the run secret then travels to the workers encrypted.
+    """
     from distributed import LocalCluster
 
+    tls = {"security": security, "protocol": "tls://"} if security is not None else {}
     return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                         resources={SLOT: 1}, dashboard_address=dashboard_address,
-                        silence_logs=logging.ERROR, **kwargs)
+                        silence_logs=logging.ERROR, preload=[PRELOAD],
+                        scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES}, **tls, **kwargs)
 
 
 def slot_count(client) -> int:

@@ -64,6 +64,9 @@ class TrainerConfig:
     device: str = "cpu"
     checkpoint_every_versions: int = 50
     buffer_fragments: int = 256  # receive high-water mark: a slow trainer slows actors
+    checkpoint_every_s: float = 300.0  # also checkpoint when this long has passed (0: only by versions)
+    checkpoint_keep: int = 5  # newest checkpoints kept in run_dir/checkpoints
+    heartbeat_timeout_s: float = 60.0  # a worker silent this long is restarted (any role)
 
 
 @dataclass
@@ -124,6 +127,15 @@ class ExperimentConfig:
         if self.trainer.max_version_lag < 0:
             raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
                               "use 0 for strictly on-policy samples or a small positive lag")
+        _positive(self.trainer.checkpoint_keep, "trainer.checkpoint_keep", "how many checkpoints to keep, e.g. 5")
+        for name in ("trainer.checkpoint_every_s", "trainer.heartbeat_timeout_s"):
+            value = _get(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ConfigError(name, f"must be a number of seconds >= 0, got {value!r}",
+                                  "e.g. 300 for checkpoints, 60 for heartbeats")
+        if self.trainer.heartbeat_timeout_s < 5:
+            raise ConfigError("trainer.heartbeat_timeout_s", f"{self.trainer.heartbeat_timeout_s} s would restart "
+                              "healthy workers (heartbeats come every second)", "use 5 s or more, e.g. 60")
         if self.inference.mode not in ("inline", "remote"):
             raise ConfigError("inference.mode", f"unknown mode {self.inference.mode!r}",
                               "use 'inline' (policy in the actor) or 'remote' (policy workers)")

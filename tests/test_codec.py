@@ -10,13 +10,14 @@ from hypothesis.extra import numpy as hnp
 
 from srl_lab.system import codec
 
+KEY = b"k" * 32
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
           np.float16, np.float32, np.float64]
 
 
 def _roundtrip(kind, meta, arrays):
-    frames = [bytes(f) for f in codec.encode(kind, meta, arrays)]
-    return codec.decode(frames)
+    frames = [bytes(f) for f in codec.encode(kind, meta, arrays, key=KEY)]
+    return codec.decode(frames, key=KEY)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -47,16 +48,21 @@ def test_random_arrays_roundtrip(arrays):
 
 def test_object_arrays_are_refused_at_encode():
     with pytest.raises(ValueError, match="unsupported dtype"):
-        codec.encode("x", {}, {"a": np.array([object()])})
+        codec.encode("x", {}, {"a": np.array([object()])}, key=KEY)
 
 
 @settings(max_examples=300)
 @given(st.lists(st.binary(max_size=64), min_size=0, max_size=4))
 def test_random_frames_raise_codec_error_only(frames):
     try:
-        codec.decode(frames)
+        codec.decode(frames, key=KEY)
     except codec.CodecError:
         pass
+
+
+def signed(frames: list[bytes]) -> list[bytes]:
+    """What a process holding the key would send: garbage with a valid MAC reaches the parser."""
+    return [codec.mac(KEY, frames), *frames]
 
 
 @settings(max_examples=200)
@@ -68,7 +74,7 @@ def test_random_frames_raise_codec_error_only(frames):
 def test_wellformed_headers_with_lying_specs_are_rejected_or_consistent(specs, payloads, kind):
     header = msgpack.packb({"kind": kind, "meta": {}, "arrays": specs})
     try:
-        _, _, out = codec.decode([header, *payloads])
+        _, _, out = codec.decode(signed([header, *payloads]), key=KEY)
     except codec.CodecError:
         return
     for spec, payload in zip(specs, payloads):  # accepted only when every byte count is exact
@@ -76,11 +82,11 @@ def test_wellformed_headers_with_lying_specs_are_rejected_or_consistent(specs, p
 
 
 def test_size_mismatch_and_bad_bool_are_rejected():
-    frames = [bytes(f) for f in codec.encode("x", {}, {"a": np.zeros(4, np.float32)})]
+    frames = [bytes(f) for f in codec.encode("x", {}, {"a": np.zeros(4, np.float32)}, key=KEY)]
     with pytest.raises(codec.CodecError):
-        codec.decode([frames[0], frames[1][:-1]])
-    bools = [bytes(f) for f in codec.encode("x", {}, {"m": np.zeros(3, bool)})]
+        codec.decode(signed([frames[1], frames[2][:-1]]), key=KEY)
+    bools = [bytes(f) for f in codec.encode("x", {}, {"m": np.zeros(3, bool)}, key=KEY)]
     with pytest.raises(codec.CodecError, match="boolean"):
-        codec.decode([bools[0], b"\x00\x02\x01"])
+        codec.decode(signed([bools[1], b"\x00\x02\x01"]), key=KEY)
     with pytest.raises(codec.CodecError, match="kind"):
-        codec.decode(frames, expect_kinds=frozenset({"fragment"}))
+        codec.decode(frames, expect_kinds=frozenset({"fragment"}), key=KEY)

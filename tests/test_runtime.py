@@ -86,7 +86,7 @@ def test_scale_actors_live_with_exact_accounting(tmp_path):
 
 frames_strategy = st.lists(st.binary(max_size=96), min_size=1, max_size=4) | st.builds(
     lambda kind, n: [bytes(f) for f in codec.encode(kind, {"group": "x", "have": "y"},
-                                                    {"obs": np.zeros((n, 3), np.float64)})],
+                                                    {"obs": np.zeros((n, 3), np.float64)}, key=b"x" * 32)],
     st.sampled_from(["fragment", "infer", "get_params", "actions"]), st.integers(0, 3))
 
 

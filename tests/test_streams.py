@@ -8,15 +8,17 @@ import numpy as np
 import zmq
 
 from srl_lab.envs.gym_group import GymEnvGroup
+from srl_lab.system import codec
 from srl_lab.system.parameters import ParameterClient, ParameterService
 
 
 def test_parameter_service_serves_latest_and_tagged_versions():
     ctx = zmq.Context()
-    service = ParameterService(ctx, "test")
+    key = codec.new_secret()
+    service = ParameterService(ctx, "test", key)
     try:
         service.publish(0, {"w": np.zeros(3, np.float32)})
-        reader = ParameterClient(ctx, service.endpoint, poll_s=0.0)
+        reader = ParameterClient(ctx, service.endpoint, key, poll_s=0.0)
         assert reader.wait_first(timeout_s=10)["w"].tolist() == [0, 0, 0]
         service.tag("past")
         service.publish(1, {"w": np.ones(3, np.float32)})
@@ -25,7 +27,7 @@ def test_parameter_service_serves_latest_and_tagged_versions():
             weights = reader.poll(block_s=0.05)
         assert reader.version == 1 and weights["w"].tolist() == [1, 1, 1]
         assert reader.poll(block_s=0.2) is None  # up to date: nothing new to load
-        past = ParameterClient(ctx, service.endpoint, poll_s=0.0, tag="past")
+        past = ParameterClient(ctx, service.endpoint, key, poll_s=0.0, tag="past")
         assert past.wait_first(timeout_s=10)["w"].tolist() == [0, 0, 0] and past.version == 0
         reader.close()
         past.close()

@@ -1,14 +1,22 @@
-"""Data-plane message codec: a small msgpack header plus raw array frames, never pickle.
+"""Data-plane message codec: a MAC, a small msgpack header and raw array frames, never pickle.
 
-A message is a list of ZeroMQ frames ``[header, buf_0, buf_1, ...]``. The header is a msgpack map
+A message is a list of ZeroMQ frames ``[mac, header, buf_0, buf_1, ...]``. ``mac`` is an
+HMAC-SHA256, keyed with the run's secret, over every following frame (each prefixed with its
+length, so frames cannot be re-split). The header is a msgpack map
 ``{"kind": str, "meta": {...}, "arrays": [[path, dtype, shape], ...]}``; ``buf_i`` holds the raw
 bytes of array ``i``. Nested dicts of arrays are flattened to ``"a/b/c"`` paths and rebuilt on
-decode. Decoding validates everything (frame count, dtype whitelist, byte sizes, header types), so a
-stray or hostile packet raises ``CodecError`` and is counted by the receiver instead of crashing it
-or executing code.
+decode.
+
+Decoding checks the MAC *before* parsing anything, so a process without the secret cannot make a
+worker parse a single byte it sent; then it validates everything (frame count, dtype whitelist,
+byte sizes, header types), so a malformed packet raises ``CodecError`` and is counted by the
+receiver instead of crashing it or executing code.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 from typing import Any, Mapping
 
 import msgpack
@@ -24,10 +32,36 @@ ALLOWED_DTYPES = frozenset(
 MAX_HEADER_BYTES = 1 << 20
 MAX_ARRAYS = 4096
 MAX_NDIM = 8
+MAC_BYTES = 32
+MIN_KEY_BYTES = 16
 
 
 class CodecError(ValueError):
     """A frame sequence that is not a valid srl_lab message."""
+
+
+class AuthenticationError(CodecError):
+    """A message whose MAC does not match the run's secret: sent by a process that lacks it."""
+
+
+def new_secret() -> bytes:
+    """A fresh per-run secret; the controller makes one and hands it to every worker over Dask."""
+    return secrets.token_bytes(32)
+
+
+def _check_key(key: bytes) -> None:
+    if not isinstance(key, bytes) or len(key) < MIN_KEY_BYTES:
+        raise ValueError(f"the data-plane key must be at least {MIN_KEY_BYTES} bytes")
+
+
+def mac(key: bytes, frames: list[bytes | memoryview]) -> bytes:
+    """HMAC-SHA256 over length-prefixed frames."""
+    h = hmac.new(key, digestmod=hashlib.sha256)
+    for frame in frames:
+        view = memoryview(frame)
+        h.update(view.nbytes.to_bytes(8, "little"))
+        h.update(view)
+    return h.digest()
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str, out: list[tuple[str, np.ndarray]]) -> None:
@@ -42,9 +76,10 @@ def _flatten(tree: Mapping[str, Any], prefix: str, out: list[tuple[str, np.ndarr
             out.append((path, arr if arr.flags.c_contiguous else arr.copy(order="C")))
 
 
-def encode(kind: str, meta: Mapping[str, Any] | None = None,
-           arrays: Mapping[str, Any] | None = None) -> list[bytes | memoryview]:
-    """Encode a message; ``arrays`` may be a nested dict of numpy arrays."""
+def encode(kind: str, meta: Mapping[str, Any] | None = None, arrays: Mapping[str, Any] | None = None,
+           *, key: bytes) -> list[bytes | memoryview]:
+    """Encode and sign a message; ``arrays`` may be a nested dict of numpy arrays."""
+    _check_key(key)
     flat: list[tuple[str, np.ndarray]] = []
     _flatten(arrays or {}, "", flat)
     for path, arr in flat:
@@ -55,7 +90,8 @@ def encode(kind: str, meta: Mapping[str, Any] | None = None,
          "arrays": [[p, a.dtype.str, list(a.shape)] for p, a in flat]},
         use_bin_type=True,
     )
-    return [header, *(memoryview(a).cast("B") if a.size else b"" for _, a in flat)]
+    body = [header, *(memoryview(a).cast("B") if a.size else b"" for _, a in flat)]
+    return [mac(key, body), *body]
 
 
 def _unflatten(items: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
@@ -74,11 +110,24 @@ def _unflatten(items: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
     return tree
 
 
-def decode(frames: list[bytes | memoryview], expect_kinds: frozenset[str] | None = None
+def authenticate(frames: list[bytes | memoryview], key: bytes) -> list[bytes | memoryview]:
+    """The frames after the MAC if it matches ``key``; raises ``AuthenticationError`` otherwise."""
+    _check_key(key)
+    if len(frames) < 2 or len(frames) > MAX_ARRAYS + 2 or memoryview(frames[0]).nbytes != MAC_BYTES:
+        raise AuthenticationError("message carries no MAC")
+    if not hmac.compare_digest(mac(key, frames[1:]), bytes(frames[0])):
+        raise AuthenticationError("MAC does not match the run secret")
+    return frames[1:]
+
+
+def decode(frames: list[bytes | memoryview], expect_kinds: frozenset[str] | None = None, *, key: bytes
            ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """Decode and validate frames into ``(kind, meta, arrays)``; raises ``CodecError``."""
-    if not frames:
-        raise CodecError("empty message")
+    """Authenticate, then decode and validate frames into ``(kind, meta, arrays)``.
+
+    Raises ``AuthenticationError`` (a ``CodecError``) before parsing anything if the MAC is wrong,
+    and ``CodecError`` for anything else that is not a valid message.
+    """
+    frames = authenticate(frames, key)
     raw_header = bytes(frames[0])
     if len(raw_header) > MAX_HEADER_BYTES:
         raise CodecError("header too large")

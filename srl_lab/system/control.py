@@ -1,12 +1,18 @@
-"""Control plane helpers on Dask: endpoints, stop flags and metrics for one SRL worker.
+"""Control plane helpers on Dask: endpoints, stop flags, heartbeats and metrics for one SRL worker.
 
 Dask carries only low-rate control traffic here: where a socket lives (``Variable``), whether to stop
-(``Event``, polled at a few Hz, never per step) and metrics (``Worker.log_event`` picked up by the
-client's ``subscribe_topic``). The per-step data plane never touches the scheduler.
+(``Event``, polled at a few Hz, never per step), heartbeats and metrics (``Worker.log_event`` picked
+up by the client's ``subscribe_topic``). The per-step data plane never touches the scheduler.
+
+Every run of a worker task is one *incarnation* with a random id: when Dask re-runs a task whose
+process died, the new incarnation binds new ports, re-publishes its endpoint, and its heartbeats and
+fragments carry the new id, so the controller counts the restart and the trainer's accounting tells
+a replaced actor's fragments apart from its predecessor's.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import time
 from typing import Any
@@ -16,10 +22,20 @@ from distributed import Event, Variable, get_worker
 from srl_lab.system.streams import Endpoint
 
 STOP_POLL_S = 0.5
+HEARTBEAT_S = 1.0
+ENDPOINT_REREAD_S = 2.0  # how often a peer re-reads an endpoint Variable to notice a replacement
+
+
+class StopRequested(Exception):
+    """Raised out of a wait when the worker is told to stop before it got going."""
 
 
 def metrics_topic(run_id: str) -> str:
     return f"srl-lab/{run_id}"
+
+
+def heartbeat_topic(run_id: str) -> str:
+    return f"srl-lab/{run_id}/heartbeat"
 
 
 def endpoint_name(run_id: str, service: str) -> str:
@@ -42,13 +58,28 @@ def expected_fragments_name(run_id: str) -> str:
     return f"{run_id}/expected-fragments"
 
 
-class WorkerContext:
-    """What every SRL worker task needs from the control plane."""
+def new_incarnation() -> int:
+    """A random id for one run of a worker task (63 bits: a msgpack int on every platform)."""
+    return secrets.randbits(63)
 
-    def __init__(self, run_id: str, role: str, worker_id: str):
+
+class WorkerContext:
+    """What every SRL worker task needs from the control plane.
+
+    ``secret`` is the run's data-plane key (it reached this task over Dask, under TLS when the
+    cluster uses it). Heartbeats go out from the flag polls, which every loop of every worker makes
+    even while it waits on a peer, so a silent worker is one whose loop is stuck or whose process is
+    gone. ``progress`` is merged into each heartbeat (e.g. an actor's fragment count).
+    """
+
+    def __init__(self, run_id: str, role: str, worker_id: str, secret: bytes):
         self.run_id = run_id
         self.role = role
         self.worker_id = worker_id
+        self.secret = secret
+        self.incarnation = new_incarnation()
+        self.phase = "starting"
+        self.progress: dict[str, Any] = {}
         self._events = {"stop": Event(stop_event_name(run_id, worker_id)),
                         "stop_all": Event(stop_event_name(run_id, "all"))}
         if role == "actor":
@@ -57,7 +88,9 @@ class WorkerContext:
             self._events["checkpoint"] = Event(flag_name(run_id, "checkpoint"))
         self._flags = dict.fromkeys(self._events, False)
         self._next_check = 0.0
+        self._next_beat = 0.0
         self._dask_worker = get_worker()
+        self.beat()
 
     def _refresh(self) -> None:
         """Polls the control flags at most every ``STOP_POLL_S`` seconds (a scheduler round trip each)."""
@@ -65,6 +98,21 @@ class WorkerContext:
         if now >= self._next_check:
             self._next_check = now + STOP_POLL_S
             self._flags = {name: event.is_set() for name, event in self._events.items()}
+            if now >= self._next_beat:
+                self.beat()
+
+    def beat(self) -> None:
+        """Send one heartbeat now."""
+        self._next_beat = time.monotonic() + HEARTBEAT_S
+        self._dask_worker.log_event(heartbeat_topic(self.run_id), {
+            "srl_worker": self.worker_id, "role": self.role, "inc": self.incarnation, "phase": self.phase,
+            "pid": os.getpid(), "host": socket.gethostname(), "dask_worker": self._dask_worker.address,
+            **self.progress})
+
+    def running(self) -> None:
+        """Startup is over (peers found, weights loaded): the main loop begins."""
+        self.phase = "running"
+        self.beat()
 
     def should_stop(self) -> bool:
         self._refresh()
@@ -87,15 +135,58 @@ class WorkerContext:
     def publish_endpoint(self, service: str, endpoint: Endpoint) -> None:
         Variable(endpoint_name(self.run_id, service)).set(endpoint.to_dict())
 
-    def wait_endpoint(self, service: str, timeout_s: float = 120.0) -> Endpoint:
-        return Endpoint.from_dict(Variable(endpoint_name(self.run_id, service)).get(timeout=timeout_s))
+    def read_endpoint(self, service: str, timeout_s: float) -> Endpoint | None:
+        """The published endpoint, or None while only the controller's placeholder is there."""
+        try:
+            value = Variable(endpoint_name(self.run_id, service)).get(timeout=timeout_s)
+        except TimeoutError:
+            return None
+        return Endpoint.from_dict(value) if value else None
+
+    def wait_endpoint(self, service: str) -> Endpoint:
+        """The service's endpoint once published; heart-beats while waiting, raises ``StopRequested``."""
+        while True:
+            endpoint = self.read_endpoint(service, timeout_s=1.0)
+            if endpoint is not None:
+                return endpoint
+            if self.should_stop():
+                raise StopRequested(service)
+            time.sleep(0.2)
+
+    def watch(self, service: str) -> "EndpointWatch":
+        return EndpointWatch(self, service)
 
     def log(self, **metrics: Any) -> None:
         """Send one metrics record to the run's topic (the client persists and plots it)."""
-        record = {"role": self.role, "srl_worker": self.worker_id, "time": time.time(),
-                  "pid": os.getpid(), "host": socket.gethostname(),
+        record = {"role": self.role, "srl_worker": self.worker_id, "inc": self.incarnation,
+                  "time": time.time(), "pid": os.getpid(), "host": socket.gethostname(),
                   "dask_worker": self._dask_worker.address, **metrics}
         self._dask_worker.log_event(metrics_topic(self.run_id), record)
+
+
+class EndpointWatch:
+    """Follows a service's endpoint: a replacement worker binds new ports and re-publishes them.
+
+    ``changed()`` re-reads the Variable at most every ``ENDPOINT_REREAD_S`` seconds (or at once with
+    ``force``) and says whether the endpoint moved; the caller then reconnects to ``endpoint``.
+    """
+
+    def __init__(self, ctx: WorkerContext, service: str):
+        self.ctx = ctx
+        self.service = service
+        self.endpoint = ctx.wait_endpoint(service)
+        self._next_read = time.monotonic() + ENDPOINT_REREAD_S
+
+    def changed(self, force: bool = False) -> bool:
+        now = time.monotonic()
+        if not force and now < self._next_read:
+            return False
+        self._next_read = now + ENDPOINT_REREAD_S
+        endpoint = self.ctx.read_endpoint(self.service, timeout_s=1.0)
+        if endpoint is None or endpoint == self.endpoint:
+            return False
+        self.endpoint = endpoint
+        return True
 
 
 def limit_threads() -> None:

@@ -3,39 +3,61 @@
 ``launch(config)`` starts an embedded ``LocalCluster(processes=True)`` when no client is given, so a
 notebook, a recipe script and a test all run this one code path. Every SRL worker is a long-running
 Dask task holding one ``srl_slot``; the data plane between them is ZeroMQ, Dask only carries control.
+
+Supervision: a thread checks every worker once a second. A task whose process died is re-run by
+Dask (a new incarnation, counted as a restart); one that Dask gave up on, or that exited on its own,
+is resubmitted; one that stopped heart-beating for ``trainer.heartbeat_timeout_s`` has its process
+restarted. A worker raising an ordinary exception is a bug, not a fault: the run fails with it.
+
+Security: the controller makes a per-run secret that every data-plane message is signed with; it
+reaches the workers as a task argument over Dask (TLS-protected when the cluster uses
+``distributed.security.Security``).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from distributed import Client, Event, Variable
+from distributed.client import FutureCancelledError
+from distributed.comm.core import CommClosedError
+from distributed.scheduler import KilledWorker
 
 from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
+from srl_lab.system import checkpoints, codec
 from srl_lab.system.actor_worker import actor_worker
-from srl_lab.system.control import (checkpoint_path_name, expected_fragments_name, flag_name, metrics_topic,
-                                    stop_event_name)
+from srl_lab.system.control import (checkpoint_path_name, endpoint_name, expected_fragments_name, flag_name,
+                                    heartbeat_topic, metrics_topic, stop_event_name)
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.policy_worker import policy_worker
+from srl_lab.system.sample_stream import account, ledger_key
+from srl_lab.system.supervisor import Supervisor
 from srl_lab.system.trainer_worker import trainer_worker
 
 STOP_TIMEOUT_S = 120.0
+SUPERVISE_S = 1.0
+SPARE_WORKERS = 1  # idle processes in an embedded cluster, so a replacement starts at once
+SILENT_AFTER_S = 5.0  # status() calls a worker silent after this long without a heartbeat
+INFRASTRUCTURE_ERRORS = (KilledWorker, CommClosedError, FutureCancelledError, asyncio.CancelledError)
 
 
-def launch(config: ExperimentConfig, client: Client | str | None = None, run_dir: str | None = None) -> "Run":
+def launch(config: ExperimentConfig, client: Client | str | None = None, run_dir: str | None = None,
+           security: Any = None) -> "Run":
     """Validate ``config``, then start trainer, policy workers (remote inference) and actors.
 
     ``client`` may be a ``distributed.Client``, a scheduler address, or None for an embedded
-    ``LocalCluster`` sized to the topology.
+    ``LocalCluster`` sized to the topology (TLS throughout if ``security`` is a
+    ``distributed.security.Security``).
     """
     config.validate()
-    return Run(config, client, run_dir)
+    return Run(config, client, run_dir, security=security)
 
 
 def _needed_slots(config: ExperimentConfig) -> int:
@@ -54,48 +76,107 @@ def _check_cluster(config: ExperimentConfig, client: Client) -> None:
                           "start GPU workers with --resources 'GPU=1,srl_slot=1' or set the device to 'cpu'")
 
 
+class _ResumeOrUnpause:
+    """``Run.resume(run_dir)`` continues a stopped or crashed run; ``run.resume()`` un-pauses a live one."""
+
+    def __get__(self, run: "Run | None", cls: type) -> Callable[..., Any]:
+        return cls._continue_run if run is None else run._unpause
+
+
 class Run:
     """A handle on a running experiment: ``status()``, ``scale(actors=N)``, ``wait()``, ``stop()``."""
 
-    def __init__(self, config: ExperimentConfig, client: Client | str | None, run_dir: str | None):
+    resume = _ResumeOrUnpause()
+
+    def __init__(self, config: ExperimentConfig, client: Client | str | None, run_dir: str | None,
+                 security: Any = None, resumed: bool = False):
         self.config = config
         self.run_id = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         self.run_dir = os.path.abspath(run_dir or config.run_dir or os.path.join("runs", self.run_id))
+        if not resumed and checkpoints.paths(checkpoints.folder(self.run_dir)):
+            raise ConfigError("run_dir", f"{self.run_dir} holds checkpoints of an earlier run",
+                              "continue it with Run.resume(run_dir), or choose an empty run directory")
         self._owns_client = not isinstance(client, Client)
         self._cluster = None
         if client is None:
-            self._cluster = clusters.local(n_workers=_needed_slots(config))
+            self._cluster = clusters.local(n_workers=_needed_slots(config) + SPARE_WORKERS, security=security)
             client = Client(self._cluster)
         elif isinstance(client, str):
-            client = Client(client)
+            client = Client(client, security=security)
         self.client: Client = client
         _check_cluster(config, client)
-        os.makedirs(os.path.join(self.run_dir, "checkpoints"), exist_ok=True)
-        with open(os.path.join(self.run_dir, "config.json"), "w") as f:
-            json.dump({"run_id": self.run_id, **config.to_dict()}, f, indent=2)
-        self.metrics = MetricsLog(os.path.join(self.run_dir, "metrics.jsonl"))
+        self._write_config(resumed)
+        self.metrics = MetricsLog(os.path.join(self.run_dir, "metrics.jsonl"), resume=resumed)
+        self.supervisor = Supervisor(config.trainer.heartbeat_timeout_s)
+        self._secret = codec.new_secret()
         self.client.subscribe_topic(metrics_topic(self.run_id), self._on_metrics)
-        self._lock = threading.Lock()
+        self.client.subscribe_topic(heartbeat_topic(self.run_id), self._on_heartbeat)
+        self._lock = threading.RLock()
+        self._closed = threading.Event()
+        self._specs: dict[str, tuple[Callable, tuple, bool]] = {}  # worker id -> (task, args, gpu)
+        self._submissions: dict[str, int] = {}
+        self._stopping: set[str] = set()  # workers told to stop: their exit is no fault
+        self._failure: RuntimeError | None = None
         self.actors: dict[int, Any] = {}  # actor index -> future
-        self.finished_actors: dict[int, dict[str, Any]] = {}  # scaled-away actors' final counters
+        self.finished_actors: dict[int, dict[str, Any] | None] = {}  # scaled-away actors' final counters
         self._next_actor = 0
         self.result: dict[str, Any] | None = None
         self.started = time.time()
-        Variable(expected_fragments_name(self.run_id)).set(-1)
+        self._variable(expected_fragments_name(self.run_id)).set({})
+        policy_services = [f"policy-{i}" for i in range(config.inference.policy_workers)]
+        for service in ["params", "samples", *(policy_services if config.inference.mode == "remote" else [])]:
+            self._variable(endpoint_name(self.run_id, service)).set(None)  # readers poll instead of timing out
 
-        self.trainer = self._submit(trainer_worker, "trainer-0", self.config, self.run_dir,
+        self.trainer = self._submit("trainer-0", trainer_worker, (self.config, self.run_dir),
                                     gpu=config.trainer.device.startswith("cuda"))
         self.policy_workers = []
         if config.inference.mode == "remote":
             gpu = config.inference.device.startswith("cuda")
-            self.policy_workers = [self._submit(policy_worker, f"policy-{i}", self.config, i, gpu=gpu)
+            self.policy_workers = [self._submit(f"policy-{i}", policy_worker, (self.config, i), gpu=gpu)
                                    for i in range(config.inference.policy_workers)]
         self.scale(actors=config.actors.workers)
+        self._supervisor_thread = threading.Thread(target=self._supervise, name="srl-supervisor", daemon=True)
+        self._supervisor_thread.start()
+
+    @classmethod
+    def _continue_run(cls, run_dir: str, client: Client | str | None = None,
+                      config: ExperimentConfig | None = None, security: Any = None) -> "Run":
+        """Continue the run in ``run_dir`` from its newest checkpoint, appending to its metrics.
+
+        The config comes from that checkpoint (or ``config.json`` if none was written yet) unless one
+        is given. Training picks up at the checkpoint's version, counters and optimiser state.
+        """
+        run_dir = os.path.abspath(run_dir)
+        if config is None:
+            found = checkpoints.load_latest(checkpoints.folder(run_dir))
+            config = _config_from(run_dir, found[1] if found else None)
+        config.validate()
+        return cls(config, client, run_dir, security=security, resumed=True)
+
+    def _write_config(self, resumed: bool) -> None:
+        os.makedirs(checkpoints.folder(self.run_dir), exist_ok=True)
+        path = os.path.join(self.run_dir, "config.json")
+        earlier = _read_json(path).get("run_ids", []) if resumed else []
+        with open(path, "w") as f:
+            json.dump({"run_id": self.run_id, "run_ids": [*earlier, self.run_id], **self.config.to_dict()},
+                      f, indent=2)
 
     # ---------------------------------------------------------------- control
-    def _submit(self, fn, worker_id: str, *args: Any, gpu: bool = False):
+    def _variable(self, name: str) -> Variable:
+        return Variable(name, client=self.client)
+
+    def _event(self, name: str) -> Event:
+        return Event(name, client=self.client)
+
+    def _submit(self, worker_id: str, fn: Callable, args: tuple, gpu: bool = False):
+        """Submit (or resubmit) one SRL worker task; each submission gets its own key."""
+        with self._lock:
+            self._specs[worker_id] = (fn, args, gpu)
+            n = self._submissions.get(worker_id, 0)
+            self._submissions[worker_id] = n + 1
         resources = {clusters.SLOT: 1, **({"GPU": 1} if gpu else {})}
-        return self.client.submit(fn, self.run_id, *args, key=f"srl-{self.run_id}-{worker_id}",
+        key = f"srl-{self.run_id}-{worker_id}" + (f"-r{n}" if n else "")
+        return self.client.submit(fn, self.run_id, *args, self._secret, key=key,
                                   resources=resources, pure=False, retries=0)
 
     def scale(self, actors: int) -> dict[str, Any]:
@@ -107,18 +188,17 @@ class Run:
         if not isinstance(actors, int) or actors < 1:
             raise ConfigError("actors", f"must be a positive integer, got {actors!r}", "pass actors=1 or more")
         with self._lock:
-            note = None
             while len(self.actors) < actors:
                 index = self._next_actor
                 self._next_actor += 1
-                self.actors[index] = self._submit(actor_worker, f"actor-{index}", self.config, index)
+                self.actors[index] = self._submit(f"actor-{index}", actor_worker, (self.config, index))
             note = self._ensure_slots()
             removed = sorted(self.actors)[actors:]
             for index in removed:
-                Event(stop_event_name(self.run_id, f"actor-{index}")).set()
+                self._stopping.add(f"actor-{index}")
+                self._event(stop_event_name(self.run_id, f"actor-{index}")).set()
             for index in removed:
-                future = self.actors.pop(index)
-                self.finished_actors[index] = future.result(timeout=STOP_TIMEOUT_S)
+                self.finished_actors[index] = _final(self.actors.pop(index))
         return {"actors": len(self.actors), "removed": [f"actor-{i}" for i in removed], "note": note}
 
     def _ensure_slots(self) -> str | None:
@@ -136,20 +216,20 @@ class Run:
 
     def pause(self) -> None:
         """Actors stop stepping (they keep their envs and sockets); ``resume()`` continues."""
-        Event(flag_name(self.run_id, "pause")).set()
+        self._event(flag_name(self.run_id, "pause")).set()
 
-    def resume(self) -> None:
-        Event(flag_name(self.run_id, "pause")).clear()
+    def _unpause(self) -> None:
+        self._event(flag_name(self.run_id, "pause")).clear()
 
     @property
     def paused(self) -> bool:
-        return Event(flag_name(self.run_id, "pause")).is_set()
+        return self._event(flag_name(self.run_id, "pause")).is_set()
 
     def checkpoint(self, timeout_s: float = 60.0) -> str:
         """Ask the trainer for a checkpoint now; returns its path once written."""
-        path_var = Variable(checkpoint_path_name(self.run_id))
+        path_var = self._variable(checkpoint_path_name(self.run_id))
         path_var.set("")
-        Event(flag_name(self.run_id, "checkpoint")).set()
+        self._event(flag_name(self.run_id, "checkpoint")).set()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             path = path_var.get()
@@ -159,33 +239,44 @@ class Run:
         raise TimeoutError("the trainer wrote no checkpoint in time")
 
     def stop(self) -> dict[str, Any]:
-        """Stop actors, let the trainer drain every fragment they produced, then stop the rest."""
+        """Stop actors, let the trainer drain every fragment they produced, then stop the rest.
+
+        The result closes the books: ``fragments_produced == fragments_consumed + dropped_stale +
+        fragments_lost``, where lost fragments went down with a killed actor or trainer process.
+        """
         if self.result is not None:
             return self.result
         self._abort_if_failed()
         with self._lock:
+            self._stopping.update(self._slots())
             for index in self.actors:
-                Event(stop_event_name(self.run_id, f"actor-{index}")).set()
+                self._event(stop_event_name(self.run_id, f"actor-{index}")).set()
             for index, future in list(self.actors.items()):
-                self.finished_actors[index] = future.result(timeout=STOP_TIMEOUT_S)
+                self.finished_actors[index] = _final(future)
             self.actors.clear()
-        produced = sum(a["fragments_produced"] for a in self.finished_actors.values())
-        Variable(expected_fragments_name(self.run_id)).set(produced)
-        Event(stop_event_name(self.run_id, "trainer-0")).set()
+        live = {ledger_key(a["actor"], a["inc"]): a["fragments_produced"]
+                for a in self.finished_actors.values() if a}
+        self._variable(expected_fragments_name(self.run_id)).set(live)
+        self._event(stop_event_name(self.run_id, "trainer-0")).set()
         trainer = self.trainer.result(timeout=STOP_TIMEOUT_S)
-        for i, future in enumerate(self.policy_workers):
-            Event(stop_event_name(self.run_id, f"policy-{i}")).set()
-        policy = [f.result(timeout=STOP_TIMEOUT_S) for f in self.policy_workers]
+        for i in range(len(self.policy_workers)):
+            self._event(stop_event_name(self.run_id, f"policy-{i}")).set()
+        policy = [p for p in map(_final, self.policy_workers) if p]
+        self._closed.set()
         time.sleep(0.2)  # let the last metrics events arrive
+        books = account(trainer["ledger"], live, self.supervisor.produced_by_dead_actors(set(live)),
+                        trainer["fragments_consumed"], trainer["dropped_stale"])
+        _, faults = self.supervisor.snapshot()
         self.result = {
-            "fragments_produced": produced,
-            "fragments_consumed": trainer["fragments_consumed"],
-            "dropped_stale": trainer["dropped_stale"],
-            "env_steps": sum(a["env_steps"] for a in self.finished_actors.values()),
-            "env_errors": sum(a["env_errors"] for a in self.finished_actors.values()),
+            **books,
+            "env_steps": self.metrics.env_steps(),
+            "env_errors": sum(a["env_errors"] for a in self.finished_actors.values() if a),
             "version": trainer["version"],
             "rejected": trainer["rejected"] + sum(p["rejected"] for p in policy),
+            "unauthenticated": trainer["unauthenticated"],
             "malformed": trainer["malformed"],
+            "restarts": self.supervisor.restarts(),
+            "faults": faults,
             "mean_return_last_20": self.metrics.mean_return(20),
             "checkpoint": trainer.get("checkpoint"),
             "seconds": time.time() - self.started,
@@ -195,17 +286,76 @@ class Run:
         return self.result
 
     def _finish(self) -> None:
+        self._closed.set()
         try:
             save_png(self.metrics, os.path.join(self.run_dir, "curve.png"), title=self.run_id)
         finally:
             self.client.unsubscribe_topic(metrics_topic(self.run_id))
+            self.client.unsubscribe_topic(heartbeat_topic(self.run_id))
             self.metrics.close()
             with open(os.path.join(self.run_dir, "result.json"), "w") as f:
-                json.dump(self.result, f, indent=2)
+                json.dump(self.result, f, indent=2, default=str)
             if self._owns_client:
                 self.client.close()
                 if self._cluster is not None:
                     self._cluster.close()
+
+    # ---------------------------------------------------------------- supervision
+    def _slots(self) -> dict[str, Any]:
+        """Worker id -> its current future."""
+        return {"trainer-0": self.trainer, **{f"policy-{i}": f for i, f in enumerate(self.policy_workers)},
+                **{f"actor-{i}": f for i, f in self.actors.items()}}
+
+    def _replace_future(self, worker_id: str, future: Any) -> None:
+        role, index = worker_id.split("-")
+        if role == "trainer":
+            self.trainer = future
+        elif role == "policy":
+            self.policy_workers[int(index)] = future
+        else:
+            self.actors[int(index)] = future
+
+    def _supervise(self) -> None:
+        while not self._closed.wait(SUPERVISE_S):
+            try:
+                self._check_futures()
+                self._check_heartbeats()
+            except Exception as error:  # noqa: BLE001  (e.g. the client closing under us: try again)
+                self.supervisor.fault("controller", "supervision error", time.time(), error=repr(error))
+
+    def _check_futures(self) -> None:
+        """Resubmit tasks that Dask gave up on or that exited without being told to."""
+        with self._lock:
+            for worker_id, future in self._slots().items():
+                if worker_id in self._stopping or future.status == "pending":
+                    continue
+                error = future.exception(timeout=5) if future.status == "error" else None
+                if error is not None and not isinstance(error, INFRASTRUCTURE_ERRORS):
+                    self._failure = RuntimeError(f"SRL worker {worker_id} failed: {error!r}")
+                    self._failure.__cause__ = error
+                    continue
+                self.supervisor.fault(worker_id, "resubmitted", time.time(),
+                                      reason=repr(error) if error is not None else future.status)
+                fn, args, gpu = self._specs[worker_id]
+                self._replace_future(worker_id, self._submit(worker_id, fn, args, gpu=gpu))
+
+    def _check_heartbeats(self) -> None:
+        """Restart the process of a worker that stopped heart-beating (hung loop or dead host)."""
+        now = time.time()
+        with self._lock:
+            slots = {w: f for w, f in self._slots().items() if w not in self._stopping}
+        silent = self.supervisor.silent(list(slots), now)
+        if not silent:
+            return
+        where = {key: address for address, keys in self.client.processing().items() for key in keys}
+        for inc in silent:
+            address = where.get(slots[inc.worker].key)
+            self.supervisor.handled(inc.worker, now)
+            if address is None or address != inc.dask_worker:
+                continue  # waiting for a slot, or Dask already re-runs it elsewhere
+            self.supervisor.fault(inc.worker, "silent", now, inc=inc.inc, dask_worker=address,
+                                  silent_s=round(now - inc.last_seen, 1))
+            self.client.restart_workers([address], raise_for_error=False)
 
     # ---------------------------------------------------------------- observation
     def _on_metrics(self, event: tuple[float, dict[str, Any]]) -> None:
@@ -213,20 +363,30 @@ class Run:
         if isinstance(record, dict):
             self.metrics.add(record)
 
+    def _on_heartbeat(self, event: tuple[float, dict[str, Any]]) -> None:
+        _, record = event
+        if isinstance(record, dict):
+            self.supervisor.on_heartbeat(record, time.time())
+
     def status(self) -> dict[str, Any]:
-        """Workers by role with their state and latest figures, plus run-level counters."""
+        """Workers by role with their state, restarts and latest figures, plus run-level counters."""
         workers = []
-        futures = {"trainer-0": self.trainer, **{f"policy-{i}": f for i, f in enumerate(self.policy_workers)},
-                   **{f"actor-{i}": f for i, f in self.actors.items()}}
+        with self._lock:
+            futures = self._slots()
+        beats, faults = self.supervisor.snapshot()
         latest = self.metrics.workers()
         now = time.time()
         for worker_id, future in futures.items():
-            record = latest.get(worker_id, {})
+            record, beat = latest.get(worker_id, {}), beats.get(worker_id)
             state = future.status
             if state == "pending":
-                state = "running" if record and now - record.get("time", 0) < 10 else "starting"
+                state = ("starting" if beat is None else "silent" if now - beat.last_seen > SILENT_AFTER_S
+                         else "running" if beat.phase == "running" else "starting")
             workers.append({"worker": worker_id, "role": worker_id.split("-")[0], "state": state,
-                            "host": record.get("host"), "pid": record.get("pid"),
+                            "host": beat.host if beat else record.get("host"),
+                            "pid": beat.pid if beat else record.get("pid"),
+                            "incarnation": beat.inc if beat else None,
+                            "restarts": self.supervisor.restarts(worker_id),
                             "env_steps_per_s": record.get("env_steps_per_s"),
                             "inference_latency_ms": record.get("inference_latency_ms"),
                             "policy_version": record.get("policy_version", record.get("version"))})
@@ -236,30 +396,39 @@ class Run:
             "workers": workers,
             "actors": sum(1 for w in workers if w["role"] == "actor" and w["state"] == "running"),
             "env_steps": self.metrics.env_steps(),
-            "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in workers if w["role"] == "actor"),
+            "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in workers
+                                   if w["role"] == "actor" and w["state"] == "running"),
             "version": trainer.get("version", 0),
             "fragments_consumed": trainer.get("fragments_consumed", 0),
             "dropped_stale": trainer.get("dropped_stale", 0),
+            "rejected": trainer.get("rejected", 0),
+            "unauthenticated": trainer.get("unauthenticated", 0),
+            "restarts": sum(w["restarts"] for w in workers),
+            "faults": faults,
             "episodes": len(self.metrics.episodes),
             "mean_return_last_20": self.metrics.mean_return(20),
             "dashboard": self.client.dashboard_link,
         }
 
-    def _futures(self) -> list:
-        return [self.trainer, *self.policy_workers, *self.actors.values()]
-
     def _raise_if_failed(self) -> None:
-        for future in self._futures():
+        if self._failure is not None:
+            raise self._failure
+        with self._lock:
+            futures = self._slots()
+        for worker_id, future in futures.items():
             if future.status == "error":
-                raise RuntimeError(f"SRL worker {future.key} failed: {future.exception()!r}") \
-                    from future.exception()
+                error = future.exception(timeout=5)
+                if not isinstance(error, INFRASTRUCTURE_ERRORS):
+                    raise RuntimeError(f"SRL worker {worker_id} failed: {error!r}") from error
 
     def _abort_if_failed(self) -> None:
         """A failed worker makes a graceful drain impossible: cancel the rest and say why."""
         try:
             self._raise_if_failed()
         except RuntimeError as error:
-            self.client.cancel(self._futures(), force=True)
+            self._closed.set()
+            with self._lock:
+                self.client.cancel(list(self._slots().values()), force=True)
             self.result = {"error": str(error), "seconds": time.time() - self.started}
             self._finish()
             raise
@@ -301,3 +470,31 @@ class Run:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _final(future: Any) -> dict[str, Any] | None:
+    """A stopped worker's result; None if its last incarnation died instead of returning."""
+    try:
+        return future.result(timeout=STOP_TIMEOUT_S)
+    except INFRASTRUCTURE_ERRORS:
+        return None
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _config_from(run_dir: str, checkpoint: dict[str, Any] | None) -> ExperimentConfig:
+    """The config a run was launched with: exact from a checkpoint, else rebuilt from config.json."""
+    import cloudpickle
+
+    if checkpoint is not None:
+        return cloudpickle.loads(checkpoint["config_pickle"])
+    saved = _read_json(os.path.join(run_dir, "config.json"))
+    if not saved:
+        raise FileNotFoundError(f"{run_dir} holds neither a checkpoint nor config.json to resume from")
+    return ExperimentConfig.from_dict({k: v for k, v in saved.items() if k not in ("run_id", "run_ids")})

@@ -1,22 +1,25 @@
 """The inference stream as the actor sees it: post observations for a group, wait for its actions.
 
 ``InlineInference`` runs the policy in the actor's own process (CPU; the right default on small
-machines); ``RemoteInference`` sends the rows to a policy worker over a DEALER socket. The actor's
-ring loop is the same for both.
+machines); ``RemoteInference`` sends the rows to a policy worker over a DEALER socket and follows the
+policy worker to its replacement if it dies. The actor's ring loop is the same for both.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import zmq
 
 from srl_lab.api.policy import Policy, obs_to_tensor
 from srl_lab.system import codec
+from srl_lab.system.control import ENDPOINT_REREAD_S, StopRequested
 from srl_lab.system.parameters import ParameterClient
-from srl_lab.system.streams import Endpoint, Receiver, connect
+from srl_lab.system.streams import Receiver, connect
+
+RESEND_S = 5.0  # unanswered requests are sent again after this long without any reply
 
 
 @dataclass
@@ -32,13 +35,29 @@ def run_policy(policy: Policy, obs, device: str = "cpu") -> tuple[np.ndarray, np
     return actions.cpu().numpy(), logp.cpu().numpy(), values.cpu().numpy()
 
 
+def parse_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Reply] | None:
+    """``(group, reply)`` of an ``actions`` message, None if malformed."""
+    group, version = meta.get("group"), meta.get("version", -1)
+    if not isinstance(group, int) or not isinstance(version, int):
+        return None
+    parts = [arrays.get(k) for k in ("actions", "logp", "values")]
+    if any(p is None or isinstance(p, dict) or p.ndim < 1 for p in parts):
+        return None
+    if parts[1].ndim != 1 or parts[2].ndim != 1 or not len(parts[0]) == len(parts[1]) == len(parts[2]):
+        return None
+    return group, Reply(parts[0], parts[1], parts[2], version)
+
+
 class InlineInference:
     """Policy inside the actor process; weights refreshed from the parameter service between steps."""
 
-    def __init__(self, policy: Policy, params: ParameterClient):
+    def __init__(self, policy: Policy, params: ParameterClient, should_stop: Callable[[], bool]):
         self.policy = policy
         self.params = params
-        self.policy.load_weights(params.wait_first())
+        weights = params.wait_first(should_stop)
+        if weights is None:
+            raise StopRequested("inline inference")
+        self.policy.load_weights(weights)
         self._replies: dict[int, Reply] = {}
         self.latency_s = 0.0  # no stream in between
 
@@ -56,38 +75,85 @@ class InlineInference:
 
 
 class RemoteInference:
-    """Rows go to a policy worker; replies for other groups of the ring are kept until asked for."""
+    """Rows go to a policy worker; replies for other groups of the ring are kept until asked for.
 
-    def __init__(self, ctx: zmq.Context, endpoint: Endpoint, actor_index: int):
-        self.sock = connect(ctx, zmq.DEALER, endpoint)
-        self.receiver = Receiver(self.sock, frozenset({"actions"}))
-        self.actor_index = actor_index
+    Requests are kept until answered. When replies stop coming, the actor re-reads the policy
+    worker's endpoint: if a replacement has published a new one it reconnects and sends every
+    unanswered request again; after ``RESEND_S`` of silence it re-sends them anyway (a duplicate
+    answer is ignored and counted in ``late_replies``).
+    """
+
+    def __init__(self, ctx: zmq.Context, source: Any, key: bytes):
+        self.ctx = ctx
+        self.source = source  # an EndpointWatch (or FixedEndpoint) on the policy worker
+        self.key = key
+        self._rejected_before = 0  # by sockets replaced on reconnect
+        self.late_replies = 0
+        self.reconnects = 0
+        self._connect()
         self._replies: dict[int, Reply] = {}
-        self.latency_s = 0.0  # exponential average of post -> reply time
+        self._requests: dict[int, list] = {}  # group -> encoded request, until answered
         self._posted_at: dict[int, float] = {}
+        self.latency_s = 0.0  # exponential average of post -> reply time
+
+    def _connect(self) -> None:
+        self.sock = connect(self.ctx, zmq.DEALER, self.source.endpoint)
+        self.receiver = Receiver(self.sock, frozenset({"actions"}), self.key)
+
+    @property
+    def rejected(self) -> int:
+        return self._rejected_before + self.receiver.rejected
 
     def post(self, group: int, obs) -> None:
         self._posted_at[group] = time.monotonic()
-        self.sock.send_multipart(codec.encode("infer", {"group": group}, {"obs": obs}), copy=False)
+        frames = codec.encode("infer", {"group": group}, {"obs": obs}, key=self.key)
+        self._requests[group] = frames
+        self.sock.send_multipart(frames, copy=False)
+
+    def _recover(self, quiet_s: float) -> bool:
+        """Nothing came back for ``quiet_s``: follow a replacement policy worker, or ask again.
+
+        True if the unanswered requests were sent again."""
+        moved = self.source.changed(force=True)
+        if moved:
+            self._rejected_before += self.receiver.rejected
+            self.sock.close(linger=0)
+            self._connect()
+            self.reconnects += 1
+        if not (moved or quiet_s >= RESEND_S):
+            return False
+        for frames in self._requests.values():
+            self.sock.send_multipart(frames, copy=False)
+        return True
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply | None:
         """The reply for ``group``; None if the worker was told to stop while waiting."""
+        quiet_since = next_check = time.monotonic()
         while group not in self._replies:
             msg = self.receiver.recv(timeout_ms=200)
             if msg is None:
                 if should_stop():
                     return None
+                now = time.monotonic()
+                if now - quiet_since >= ENDPOINT_REREAD_S and now >= next_check:
+                    next_check = now + ENDPOINT_REREAD_S
+                    if self._recover(now - quiet_since):
+                        quiet_since = now
                 continue
+            quiet_since = time.monotonic()
             _, _, meta, arrays = msg
-            g = meta.get("group")
-            if not isinstance(g, int) or g not in self._posted_at or not {"actions", "logp", "values"} <= arrays.keys():
+            parsed = parse_actions(meta, arrays)
+            if parsed is None:
                 self.receiver.rejected += 1
                 continue
+            g, reply = parsed
+            if g not in self._requests:
+                self.late_replies += 1
+                continue
+            del self._requests[g]
             self.latency_s = 0.9 * self.latency_s + 0.1 * (time.monotonic() - self._posted_at.pop(g))
-            self._replies[g] = Reply(arrays["actions"], arrays["logp"], arrays["values"],
-                                     int(meta.get("version", -1)))
+            self._replies[g] = reply
         return self._replies.pop(group)
 
     def close(self) -> None:
         self.sock.close(linger=0)
-

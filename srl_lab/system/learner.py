@@ -15,6 +15,8 @@ from srl_lab.system.fragments import batch_fragments
 
 
 def make_algorithm(config: ExperimentConfig, policy, device: str) -> Algorithm:
+    if config.algorithm is not None:
+        return config.algorithm(policy, config.ppo, device)
     from srl_lab.algorithms.ppo import PPO
 
     return PPO(policy, config.ppo, device)
@@ -36,11 +38,17 @@ class Learner:
         self.last_stats: dict[str, float] = {}
 
     def offer(self, arrays: dict[str, Any], episodes: list, env_errors: int) -> bool:
-        """Take a well-formed fragment; False if it was dropped as stale (counted either way)."""
+        """Take a well-formed fragment; False if it was dropped as stale (counted either way).
+
+        Versions newer than the learner's own come from weights of a trainer that died after its
+        last checkpoint: that future was lost, so such fragments are stale too.
+        """
         self.counters["fragments_received"] += 1
         self.counters["env_errors"] += env_errors
         self.episodes.extend(e for e in episodes if isinstance(e, dict))
-        if self.version - int(arrays["versions"].min()) > self.config.trainer.max_version_lag:
+        versions = arrays["versions"]
+        if (self.version - int(versions.min()) > self.config.trainer.max_version_lag
+                or int(versions.max()) > self.version):
             self.counters["dropped_stale"] += 1
             return False
         self.batch.append(arrays)

@@ -1,7 +1,8 @@
 """The run's metrics: records from every worker, persisted as JSON lines, queried for curves.
 
 Both a live ``Run`` (fed by the client's ``subscribe_topic`` handler) and a run reopened from disk
-after a kernel restart use this class, so curves and tables look the same either way.
+after a kernel restart use this class, so curves and tables look the same either way. A resumed run
+appends to the same file after loading what is there, so its curves continue.
 """
 from __future__ import annotations
 
@@ -13,19 +14,25 @@ import numpy as np
 
 
 class MetricsLog:
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, resume: bool = False):
         self.path = path
         self._lock = threading.Lock()
         self.records: list[dict[str, Any]] = []
         self.episodes: list[dict[str, Any]] = []  # each stamped with the trainer's env_steps and time
         self.train: list[dict[str, Any]] = []  # one row per trainer report
         self.latest: dict[str, dict[str, Any]] = {}  # worker id -> last record
+        self._actor_steps: dict[tuple[str, Any], int] = {}  # (actor, incarnation) -> env steps it reported
+        if resume and path:
+            for record in _read(path):
+                self.add(record, persist=False)
         self._file = open(path, "a", buffering=1) if path else None
 
     def add(self, record: dict[str, Any], persist: bool = True) -> None:
         with self._lock:
             self.records.append(record)
             self.latest[record.get("srl_worker", "?")] = record
+            if record.get("role") == "actor" and "env_steps" in record:
+                self._actor_steps[(record.get("srl_worker", "?"), record.get("inc"))] = record["env_steps"]
             if record.get("role") == "trainer":
                 stamp = {"env_steps": record.get("env_steps_consumed", 0), "time": record.get("time"),
                          "version": record.get("version")}
@@ -37,14 +44,8 @@ class MetricsLog:
     @classmethod
     def load(cls, path: str) -> "MetricsLog":
         log = cls(None)
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    try:
-                        log.add(json.loads(line), persist=False)
-                    except json.JSONDecodeError:  # a run killed mid-write leaves a torn last line
-                        continue
+        for record in _read(path):
+            log.add(record, persist=False)
         log.path = path
         return log
 
@@ -61,13 +62,25 @@ class MetricsLog:
             return {w: r for w, r in self.latest.items() if role is None or r.get("role") == role}
 
     def env_steps(self) -> int:
-        """Env steps stepped by all actors, including ones that were scaled away."""
-        return int(sum(r.get("env_steps", 0) for r in self.workers("actor").values()))
+        """Env steps stepped by all actors: every incarnation, including replaced and scaled-away ones."""
+        with self._lock:
+            return int(sum(self._actor_steps.values()))
 
     def close(self) -> None:
         if self._file:
             self._file.close()
             self._file = None
+
+
+def _read(path: str) -> Iterable[dict[str, Any]]:
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:  # a run killed mid-write leaves a torn last line
+                    continue
 
 
 def _json_default(value: Any) -> Any:

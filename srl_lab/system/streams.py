@@ -2,8 +2,9 @@
 
 A worker that serves a stream binds a tcp port on its host (and, on the same host, an ipc path)
 and publishes an ``Endpoint`` through Dask; peers connect to the cheapest address they can reach.
-Every receive goes through ``Receiver.recv`` which decodes with the codec and counts rejects, so
-garbage on a port never stops a worker.
+Every receive goes through ``Receiver.recv``, which authenticates and decodes with the codec and
+counts rejects, so garbage on a port never stops a worker and a process without the run secret is
+ignored before a byte it sent is parsed.
 """
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from typing import Any
 import zmq
 
 from srl_lab.system import codec
-
-SEND_TIMEOUT_MS = 100
 
 
 def host_ip() -> str:
@@ -41,6 +40,7 @@ class Endpoint:
     hostname: str
 
     def choose(self) -> str:
+        """The ipc path from the same host (cheapest), else tcp."""
         if self.ipc and self.hostname == socket.gethostname():
             return self.ipc
         return self.tcp
@@ -68,6 +68,16 @@ def bind(ctx: zmq.Context, sock_type: int, name: str, rcvhwm: int = 1000) -> tup
     return sock, Endpoint(tcp=f"tcp://{ip}:{port}", ipc=ipc, hostname=socket.gethostname())
 
 
+class FixedEndpoint:
+    """An endpoint that never moves (in-process use); ``EndpointWatch`` is the one that follows peers."""
+
+    def __init__(self, endpoint: Endpoint):
+        self.endpoint = endpoint
+
+    def changed(self, force: bool = False) -> bool:
+        return False
+
+
 def connect(ctx: zmq.Context, sock_type: int, endpoint: Endpoint, sndhwm: int = 1000,
             linger_ms: int = 0) -> zmq.Socket:
     sock = ctx.socket(sock_type)
@@ -78,13 +88,19 @@ def connect(ctx: zmq.Context, sock_type: int, endpoint: Endpoint, sndhwm: int = 
 
 
 class Receiver:
-    """Receives and decodes messages from one socket, counting what it had to reject."""
+    """Receives, authenticates and decodes messages from one socket, counting what it rejected.
 
-    def __init__(self, sock: zmq.Socket, kinds: frozenset[str], routed: bool = False):
+    ``rejected`` counts every refused message; ``unauthenticated`` the part of it whose MAC did not
+    match the run secret (sent by a process that does not have it).
+    """
+
+    def __init__(self, sock: zmq.Socket, kinds: frozenset[str], key: bytes, routed: bool = False):
         self.sock = sock
         self.kinds = kinds
+        self.key = key
         self.routed = routed  # ROUTER sockets prefix every message with the peer identity
         self.rejected = 0
+        self.unauthenticated = 0
 
     def recv(self, timeout_ms: int = 0) -> tuple[bytes | None, str, dict, dict] | None:
         """One decoded ``(identity, kind, meta, arrays)`` or None if nothing valid arrived in time."""
@@ -98,8 +114,9 @@ class Receiver:
         if self.routed:
             identity, frames = frames[0].bytes, frames[1:]
         try:
-            kind, meta, arrays = codec.decode([f.buffer for f in frames], self.kinds)
-        except codec.CodecError:
+            kind, meta, arrays = codec.decode([f.buffer for f in frames], self.kinds, key=self.key)
+        except codec.CodecError as error:
             self.rejected += 1
+            self.unauthenticated += isinstance(error, codec.AuthenticationError)
             return None
         return identity, kind, meta, arrays
