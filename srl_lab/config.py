@@ -114,6 +114,7 @@ class ExperimentConfig:
     seed: int = 0
     run_dir: str | None = None  # defaults to runs/<name>-<timestamp>
     metrics_interval_s: float = 1.0
+    algorithm: Callable[..., Any] | None = None  # algorithm(policy, ppo_config, device) -> Algorithm; None: PPO
 
     def validate(self) -> "ExperimentConfig":
         """Raise ``ConfigError`` naming the first invalid field; returns self for chaining."""

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from srl_lab.algorithms.a2c import A2C
 from srl_lab.algorithms.ppo import PPO
 from srl_lab.algorithms.recurrent import Rollout
 from srl_lab.algorithms.value_norm import ValueNormalizer
-from srl_lab.config import PPOConfig
+from srl_lab.config import ActorConfig, ExperimentConfig, PPOConfig, TrainerConfig
 from srl_lab.envs.gym_group import GymEnvGroup
 from srl_lab.envs.memory import CueMemoryEnv
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.models.mlp_lstm import MLPLSTMPolicy
+from srl_lab.system.controller import launch
 
 SMALL = PPOConfig(epochs=2, minibatch_size=64)
 
@@ -134,3 +138,39 @@ def test_recurrent_batch_carries_states_for_chunks():
     assert batch["states"].shape == (6, 4, 2, 2, 8)
     assert set(batch) >= {"obs", "actions", "logp", "values", "rewards", "terminated", "truncated",
                           "trunc_values", "last_value", "versions"}
+
+
+def _benchmark(name: str):
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_a2c_improves_cartpole_in_the_runtime(dask_client, tmp_path):
+    config = ExperimentConfig(name="a2c", algorithm=A2C, trainer=TrainerConfig(batch_steps=512),
+                              actors=ActorConfig(workers=1, ring_size=2, envs_per_group=8, fragment_length=32),
+                              ppo=PPOConfig(lr=1e-3, ent_coef=0.0))
+    run = launch(config, client=dask_client, run_dir=str(tmp_path))
+    try:
+        status = run.wait(target_return=200.0, seconds=150, progress=False)
+    finally:
+        result = run.stop()
+    first = float(run.metrics.returns()[:20].mean())  # episodes of the first policy versions
+    print(f"A2C on CartPole: first 20 episodes {first:.1f}, then {status['mean_return_last_20']:.1f} "
+          f"after {status['env_steps']} env steps")
+    assert status["mean_return_last_20"] >= max(200.0, 3 * first), status
+    assert result["version"] > 0 and result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"]
+
+
+@pytest.mark.slow
+def test_ppo_gaussian_head_swings_up_the_pendulum_in_the_runtime(dask_client, tmp_path):
+    run = launch(_benchmark("pendulum").config(), client=dask_client, run_dir=str(tmp_path))
+    try:
+        status = run.wait(target_return=-250.0, seconds=180, progress=False)
+    finally:
+        run.stop()
+    print(f"PPO on Pendulum-v1: mean return {status['mean_return_last_20']:.1f} after {status['env_steps']} env steps")
+    assert status["mean_return_last_20"] >= -400.0, status

@@ -3,13 +3,30 @@
 An algorithm owns a policy and its optimiser. The trainer hands it a ``Batch``: a dict of arrays
 ``[T, B, ...]`` built from whole fragments (T = fragment length, B = env x agent rows of all fragments
 in the batch) with the keys listed below. ``train`` does one update and returns scalar statistics.
-Writing a new algorithm means subclassing ``Algorithm`` and passing ``algorithm=MyAlgo`` in the
-experiment config; see notebooks/04_custom_env_and_algorithm.
 
 Batch keys: ``obs`` (array or dict), ``actions``, ``logp`` (behaviour log-prob), ``values``
 (behaviour value), ``rewards``, ``terminated``, ``truncated``, ``trunc_values`` (value of the final
 observation where an episode was truncated), ``last_value`` [B] (value after the last step),
 ``versions`` [T, B] (policy version that chose each action).
+
+Writing a new algorithm (``srl_lab/algorithms/a2c.py`` is a complete one in under 60 lines):
+
+1. subclass ``Algorithm``; the trainer builds it as ``MyAlgo(policy, config.ppo, device)``, so its
+   hyper-parameters come from ``PPOConfig`` (or from a closure: any callable with that signature
+   works, e.g. ``functools.partial(MyAlgo, beta=0.1)``);
+2. in ``train(batch, version=None)``, compute targets with ``srl_lab.algorithms.advantages``
+   (``gae``, ``vtrace``: they bootstrap truncated episodes from ``trunc_values``), turn arrays into
+   tensors with ``obs_to_tensor`` / ``flatten_time_batch``, get ``(log_probs, entropy, values)``
+   with gradients from ``self.policy.evaluate(obs, actions)``, step your optimiser, and return a
+   dict of floats (they appear in the run's metrics under ``train``);
+3. override ``state_dict`` / ``load_state_dict`` to add the optimiser and any statistics, so
+   checkpoints resume exactly;
+4. run it with ``ExperimentConfig(algorithm=MyAlgo)``. After every ``train`` call the trainer
+   publishes ``policy.weights()`` as the next version; actors act with those weights, so anything
+   they need (e.g. observation statistics) must live in the policy's parameters or buffers.
+
+A class defined in a notebook cell works too (it travels to the workers by value); see
+notebooks/04_custom_env_and_algorithm.
 """
 from __future__ import annotations
 
