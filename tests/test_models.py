@@ -163,7 +163,8 @@ def test_trains_in_the_runtime_on_hide_and_seek_lite(dask_client, tmp_path):
     config = ExperimentConfig(
         name="entity-attention", env=EnvConfig(id="hide_and_seek_lite"), policy=PolicyConfig(factory=EntityAttentionPolicy),
         actors=ActorConfig(workers=1, ring_size=2, envs_per_group=8, fragment_length=32),
-        trainer=TrainerConfig(batch_steps=2048), ppo=PPOConfig(minibatch_size=512, epochs=2))
+        trainer=TrainerConfig(batch_steps=2048),
+        ppo=PPOConfig(minibatch_size=512, epochs=2, norm_obs=True, norm_value=True))  # statistics travel with weights
     run = launch(config, client=dask_client, run_dir=str(tmp_path))
     try:
         deadline = time.monotonic() + 180
