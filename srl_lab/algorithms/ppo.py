@@ -66,6 +66,9 @@ class PPO(Algorithm):
         # first[t]: obs[t] starts an episode (the stored state of step 0 already accounts for it)
         first = torch.as_tensor(np.concatenate([np.zeros((1, B), bool), ended[:-1]]), device=dev)
         actions = torch.as_tensor(batch["actions"], device=dev)
+        if self.recurrent and "states" not in batch:
+            raise ValueError("a recurrent policy trains on batches with 'states' (the policy state before each "
+                             "step), e.g. from srl_lab.algorithms.recurrent.Rollout")
         states = torch.as_tensor(batch["states"], device=dev) if self.recurrent else None
 
         # Advantages and returns in the scale of real returns.
@@ -130,7 +133,7 @@ class PPO(Algorithm):
                     stats["entropy"].append(_mean(entropy, weight).item())
                     stats["approx_kl"].append(_mean((ratio - 1) - log_ratio, weight).item())
                     stats["clip_frac"].append(_mean(((ratio - 1).abs() > cfg.clip_coef).float(), weight).item())
-        result = {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
+        result = {k: float(np.mean(v)) for k, v in stats.items() if v}  # empty when every sample was too stale
         result["sample_reuse"] = samples_used / n
         if self.value_normalizer is not None:
             result["value_mean"], result["value_std"] = self.value_normalizer.mean_std()
