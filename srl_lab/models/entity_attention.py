@@ -94,6 +94,8 @@ class EntityAttentionPolicy(ActorCriticPolicy):
 
     def __init__(self, observation_space: gym.spaces.Dict, action_space: gym.Space, hidden: int = 256,
                  embed: int = 128, heads: int = 4, lidar_channels: int = 9, recurrent: bool = False):
+        if not isinstance(observation_space, gym.spaces.Dict):
+            raise TypeError(f"EntityAttentionPolicy needs the hide-and-seek Dict observations, got {observation_space}")
         super().__init__(observation_space, action_space, recurrent)
         missing = {"observation_self", "lidar", *ENTITIES, *(m for pair in ENTITIES.values() for m in pair)}
         missing -= set(observation_space.spaces)
