@@ -1,4 +1,8 @@
-"""Shared fixtures: one real multi-process Dask cluster for the runtime tests of a session."""
+"""Shared fixtures: one real multi-process Dask cluster for the runtime tests of a session.
+
+Four SRL slots for the largest topology under test plus an idle spare, so a worker killed by a fault
+test is replaced at once while the nanny restarts its process.
+"""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +14,7 @@ from srl_lab import cluster as clusters
 def dask_client():
     from distributed import Client
 
-    local = clusters.local(n_workers=4, dashboard_address=None)
+    local = clusters.local(n_workers=5, dashboard_address=None)
     client = Client(local)
     yield client
     client.close()

@@ -273,7 +273,7 @@ class Run:
             "env_errors": sum(a["env_errors"] for a in self.finished_actors.values() if a),
             "version": trainer["version"],
             "rejected": trainer["rejected"] + sum(p["rejected"] for p in policy),
-            "unauthenticated": trainer["unauthenticated"],
+            "unauthenticated": trainer["unauthenticated"] + sum(p["unauthenticated"] for p in policy),
             "malformed": trainer["malformed"],
             "restarts": self.supervisor.restarts(),
             "faults": faults,

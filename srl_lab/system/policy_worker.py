@@ -44,7 +44,8 @@ def policy_worker(run_id: str, config: ExperimentConfig, index: int, secret: byt
     try:
         return _serve(ctx, zctx, config, index)
     except StopRequested:
-        return {"worker": ctx.worker_id, "inc": ctx.incarnation, "batches": 0, "rows": 0, "rejected": 0}
+        return {"worker": ctx.worker_id, "inc": ctx.incarnation, "batches": 0, "rows": 0, "rejected": 0,
+                "unauthenticated": 0}
     finally:
         zctx.destroy(linger=0)
 
@@ -110,4 +111,5 @@ def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, inde
     params.close()
     sock.close(linger=0)
     ctx.log(**counters, state="stopped", rejected=receiver.rejected)
-    return {"worker": ctx.worker_id, "inc": ctx.incarnation, **counters, "rejected": receiver.rejected}
+    return {"worker": ctx.worker_id, "inc": ctx.incarnation, **counters, "rejected": receiver.rejected,
+            "unauthenticated": receiver.unauthenticated}

@@ -167,7 +167,7 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, s
         result = {"worker": "trainer-0", "inc": ctx.incarnation, "version": trainer.version, **trainer.counters,
                   "rejected": trainer.rejected, "unauthenticated": trainer.unauthenticated,
                   "ledger": trainer.ledger.entries, "restored_from": trainer.restored_from,
-                  "weights": trainer.policy.weights(), "algorithm_state": trainer.algorithm.state_dict()}
+                  "weights": trainer.policy.weights()}
         if run_dir:
             result["checkpoint"] = trainer.checkpoint()
         trainer.close()
