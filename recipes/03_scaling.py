@@ -111,7 +111,7 @@ def save(run_dir: str, points: list[dict], png: bytes) -> None:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    args = recipe_args(argv, actors=ACTORS, minutes=MINUTES, short_minutes=0.4,
+    args = recipe_args(argv, actors=ACTORS, minutes=MINUTES, short_minutes=0.25,
                        description="env steps/s against actor workers")
     counts = actor_counts(args)
     run = srl_lab.launch(make_config(args), client=args.scheduler, run_dir=args.run_dir)
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 # The panel shows the resizes as they happen (and the throughput figure under the curves).
 
 # %% tags=["active-ipynb"]
-# args = recipe_args([], actors=ACTORS, minutes=MINUTES, short_minutes=0.4)
+# args = recipe_args([], actors=ACTORS, minutes=MINUTES, short_minutes=0.25)
 # counts = actor_counts(args)
 # run = srl_lab.launch(make_config(args), client=args.scheduler, run_dir=args.run_dir)
 # run.panel()

@@ -18,14 +18,15 @@
 #
 # Classes defined in notebook cells travel to the Dask workers by value (cloudpickle), so an
 # experiment can use an environment and a learning algorithm that exist nowhere but in this notebook.
-# Below: a gymnasium environment (a corridor the agent must walk to its far end) and advantage
-# actor-critic (A2C), written against srl_lab's two small interfaces:
+# Below: a gymnasium environment (a corridor the agent must walk to its far end) and an actor-critic
+# with V-trace off-policy correction, written against srl_lab's two small interfaces:
 #
 # * an **environment** is any `gymnasium.Env`; `EnvConfig(factory=...)` builds one per slot of the
 #   actors' env groups (a registered batched env is faster, see `srl_lab.envs.registry`);
 # * an **algorithm** subclasses `srl_lab.api.algorithm.Algorithm`: `train(batch) -> stats` on a batch of
 #   `[T, B]` arrays (observations, actions, behaviour log-probs and values, rewards, terminated,
-#   truncated, ...); the trainer calls it and publishes the updated weights.
+#   truncated, ...); `ExperimentConfig(algorithm=...)` hands it to the trainer, which calls it and
+#   publishes the updated weights (`srl_lab.algorithms.a2c` is a library example of the same size).
 
 # %% tags=["parameters"]
 ACTORS = 2
@@ -39,7 +40,7 @@ import torch
 from torch import nn
 
 import srl_lab
-from srl_lab.algorithms.advantages import gae
+from srl_lab.algorithms.advantages import vtrace
 from srl_lab.api.algorithm import Algorithm, Batch
 from srl_lab.api.policy import obs_to_tensor
 from srl_lab.api.tree import tree_map
@@ -75,16 +76,21 @@ class Corridor(gym.Env):
 
 
 # %% [markdown]
-# A2C in one update: advantages by GAE from the values the actors recorded, then a single gradient
-# step on
+# The algorithm: an actor-critic with IMPALA's **V-trace** correction. Actors act with the policy
+# version they last fetched, so by the time a fragment is trained on, the learner's policy has moved
+# on; V-trace reweights each step by the truncated importance ratio
+# $\rho_t = \min(\bar\rho, \pi(a_t|s_t) / \mu(a_t|s_t))$ between the current policy $\pi$ and the
+# behaviour policy $\mu$ whose log-probs the actors recorded. One gradient step per batch on
 #
-# $$L = -\log\pi(a|s)\,\hat A + \tfrac{c_v}{2}(V(s) - R)^2 - c_H\,H[\pi(\cdot|s)]$$
+# $$L = -\rho_t \log\pi(a_t|s_t)\,(r_t + \gamma v_{t+1} - V(s_t))
+#       + \tfrac{c_v}{2}(V(s_t) - v_t)^2 - c_H\,H[\pi(\cdot|s_t)]$$
 #
-# with the advantages normalised per batch. It reuses `PPOConfig`'s fields for its hyper-parameters.
+# with $v_t$ the V-trace targets. It reads its hyper-parameters from `PPOConfig` (`lr`, `gamma`,
+# `vtrace_rho_bar`, `vtrace_c_bar`, `vf_coef`, `ent_coef`, `max_grad_norm`), as the trainer passes it.
 
 # %%
-class A2C(Algorithm):
-    """Advantage actor-critic: one gradient step per batch."""
+class VTraceActorCritic(Algorithm):
+    """Actor-critic with V-trace off-policy correction (IMPALA's loss), one gradient step per batch."""
 
     def __init__(self, policy, config: srl_lab.PPOConfig, device: str = "cpu"):
         super().__init__(policy, config, device)
@@ -93,25 +99,28 @@ class A2C(Algorithm):
     def train(self, batch: Batch, version: int | None = None) -> dict[str, float]:
         cfg = self.config
         T, B = batch["rewards"].shape
-        advantages, returns = gae(batch["rewards"], batch["values"], batch["terminated"], batch["truncated"],
-                                  batch["trunc_values"], batch["last_value"], cfg.gamma, cfg.gae_lambda)
         obs = tree_map(lambda x: x.reshape(T * B, *x.shape[2:]), obs_to_tensor(batch["obs"], self.device))
         actions = torch.as_tensor(batch["actions"], device=self.device)
-        actions = actions.reshape(T * B, *actions.shape[2:])
-        adv = torch.as_tensor(advantages.reshape(-1), device=self.device)
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        ret = torch.as_tensor(returns.reshape(-1), device=self.device)
+        logp, entropy, value = self.policy.evaluate(obs, actions.reshape(T * B, *actions.shape[2:]))
 
-        logp, entropy, value = self.policy.evaluate(obs, actions)
+        # V-trace on [T, B] arrays: the current policy's log-probs and values against the behaviour ones.
+        log_rhos = logp.detach().cpu().numpy().reshape(T, B) - batch["logp"]
+        advantages, targets = vtrace(batch["rewards"], value.detach().cpu().numpy().reshape(T, B),
+                                     batch["terminated"], batch["truncated"], batch["trunc_values"],
+                                     batch["last_value"], log_rhos, cfg.gamma, cfg.vtrace_rho_bar,
+                                     cfg.vtrace_c_bar)
+        adv = torch.as_tensor(advantages.reshape(-1), device=self.device)
+        target = torch.as_tensor(targets.reshape(-1), device=self.device)
+
         policy_loss = -(logp * adv).mean()
-        value_loss = 0.5 * ((value - ret) ** 2).mean()
+        value_loss = 0.5 * ((value - target) ** 2).mean()
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
-                "entropy": entropy.mean().item()}
+                "entropy": entropy.mean().item(), "mean_rho": float(np.exp(log_rhos).mean())}
 
 
 def best_return() -> float:
@@ -123,7 +132,7 @@ def make_config(args: RecipeArgs) -> srl_lab.ExperimentConfig:
     return srl_lab.ExperimentConfig(
         name="corridor",
         env=srl_lab.EnvConfig(id=None, factory=Corridor, kwargs={"length": LENGTH}),
-        algorithm=A2C,
+        algorithm=VTraceActorCritic,
         actors=srl_lab.ActorConfig(workers=args.actors, ring_size=2, envs_per_group=8, fragment_length=32),
         trainer=srl_lab.TrainerConfig(batch_steps=1024),
         ppo=srl_lab.PPOConfig(lr=1e-3, gamma=0.98, ent_coef=0.01),
@@ -133,7 +142,7 @@ def make_config(args: RecipeArgs) -> srl_lab.ExperimentConfig:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args = recipe_args(argv, actors=ACTORS, minutes=MINUTES, description="a notebook-defined env and A2C")
+    args = recipe_args(argv, actors=ACTORS, minutes=MINUTES, description="env and algorithm of notebook 04")
     run = srl_lab.launch(make_config(args), client=args.scheduler, run_dir=args.run_dir)
     try:
         run.wait(seconds=60 * args.minutes)

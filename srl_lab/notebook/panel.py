@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import math
 import os
 import threading
 import time
@@ -202,7 +203,7 @@ class Panel:
         parts = [f"<b>{html.escape(status['run_id'])}</b>", f"state: <b>{state}</b>",
                  f"env steps: {status['env_steps']:,}", f"env steps/s: {status['env_steps_per_s'] or 0:,.0f}",
                  f"policy version: {status['version']}", f"episodes: {status['episodes']:,}",
-                 f"return (last 20): {status['mean_return_last_20']:.2f}"]
+                 f"return (last 20): {_number(status['mean_return_last_20'])}"]
         if status.get("dashboard"):
             link = html.escape(status["dashboard"])
             parts.append(f"<a href='{link}' target='_blank' class='srl-dashboard'>Dask dashboard</a>")
@@ -380,3 +381,7 @@ class Panel:
         for widget in parts:
             if widget is not None:
                 widget.close()
+
+
+def _number(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.2f}"  # NaN until the first episodes end

@@ -28,7 +28,7 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
-def recipe_args(argv: list[str] | None = None, *, actors: int, minutes: float, short_minutes: float = 0.25,
+def recipe_args(argv: list[str] | None = None, *, actors: int, minutes: float, short_minutes: float = 0.15,
                 description: str | None = None) -> RecipeArgs:
     """Parse a recipe's flags; ``argv=None`` reads the command line, ``[]`` only the environment.
 
