@@ -33,7 +33,9 @@ TRAINED = """() => {
 STOPPED = "() => document.querySelector('.srl-panel').innerText.includes('stopped after')"
 
 
+@pytest.fixture
 def chromium() -> str:
+    """Debian's chromium; checked before JupyterLab starts, so a skip costs nothing."""
     path = shutil.which("chromium") or "/usr/bin/chromium"
     if not os.path.exists(path):
         reason = "Debian's chromium is not installed (make test installs it: apt-get install -y chromium)"
@@ -88,13 +90,12 @@ def jupyterlab(tmp_path):
 
 
 @pytest.mark.slow
-def test_showcase_notebook_in_jupyterlab(jupyterlab):
-    executable = chromium()
+def test_showcase_notebook_in_jupyterlab(chromium, jupyterlab):
     from playwright.sync_api import sync_playwright
 
     url, token, workdir = jupyterlab
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1500})
         try:
             page.goto(f"{url}/lab/tree/notebooks/02_hide_and_seek.ipynb?token={token}")
@@ -125,6 +126,8 @@ def test_showcase_notebook_in_jupyterlab(jupyterlab):
                                    timeout=180_000)
             assert page.locator("table.srl-workers tr[data-role='actor']").count() == 3
             page.wait_for_function(TRAINED, timeout=180_000)  # a few updates in, so the screenshot has curves
+            seen = page.evaluate("() => window.srlCurveTimes.length")
+            page.wait_for_function(f"() => window.srlCurveTimes.length > {seen}", timeout=60_000)
             times = page.evaluate("() => window.srlCurveTimes")
             gaps = sorted(b - a for a, b in itertools.pairwise(times))
             print(f"curve image updates seen by the browser: {len(times)}, median interval "

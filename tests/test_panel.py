@@ -73,8 +73,8 @@ def test_recipe_flags_and_short_mode(monkeypatch):
 # ---------------------------------------------------------------------------- a live run
 ATTACH = textwrap.dedent("""
     import json, sys, time
-    from srl_lab.notebook import attach
-    run = attach.attach("panel-test", scheduler=sys.argv[1])
+    import srl_lab.notebook
+    run = srl_lab.notebook.attach("panel-test", scheduler=sys.argv[1])  # what the panel's header suggests
     panel = run.panel()
     deadline = time.monotonic() + 60
     while (panel.table.value.count("data-role='actor' data-state='running'") < 2 or not panel.curves.value
