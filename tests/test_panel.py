@@ -82,7 +82,8 @@ ATTACH = textwrap.dedent("""
         assert time.monotonic() < deadline, panel.table.value
         time.sleep(0.2)
     run.pause()
-    print(json.dumps({"run_id": run.run_id, "episodes": len(run.metrics.episodes),
+    panel.actors.value = 5  # disabled in a browser; from code it is refused, and says so
+    print(json.dumps({"refused": panel._note[0], "run_id": run.run_id, "episodes": len(run.metrics.episodes),
                       "png": panel.curves.value[:8].hex(), "actors_disabled": panel.actors.disabled,
                       "stop_disabled": panel.buttons["stop"].disabled, "note": panel.note.value}))
     panel.close()
@@ -124,6 +125,7 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
         assert attached["png"] == PNG_SIGNATURE.hex()
         assert attached["actors_disabled"] and attached["stop_disabled"]  # those stay with this process
         assert "kernel that launched" in attached["note"]
+        assert attached["refused"].startswith("cannot scale to 5: actor workers and stop are controlled by")
         wait_for(lambda: "state: <b>paused</b>" in panel.header.value, 10, "the other process's pause")
         assert run.paused
 

@@ -248,6 +248,10 @@ class Panel:
     def _on_actors(self, change: dict[str, Any]) -> None:
         """Slider moved: scale on a scaler thread; moves made while it works are coalesced."""
         wanted = int(change["new"])
+        if "scale" not in self.capabilities:  # disabled in the browser; refuse a value set from code too
+            reason = getattr(self.source, "not_here", "nothing runs")
+            self._say(f"cannot scale to {wanted}: {reason}", "error")
+            return
         if not self._live():
             self._say(f"{wanted} actor workers when the run is started")
             return
@@ -298,6 +302,9 @@ class Panel:
         """Ring size applies to actor workers started from now on; running ones keep theirs (shown)."""
         run = self.source
         size = int(change["new"])
+        if "ring" not in self.capabilities:
+            self._say(f"cannot set ring size {size}: {getattr(run, 'not_here', 'nothing runs')}", "error")
+            return
         actors = dataclasses.replace(run.config.actors, ring_size=size)
         run.config = dataclasses.replace(run.config, actors=actors)
         keep = sorted({self._ring_of.get(f"actor-{i}", size) for i in run.actors} - {size})
