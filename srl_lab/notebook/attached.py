@@ -26,8 +26,9 @@ def live_runs(client: Client) -> dict[str, float]:
     """Run ids the scheduler holds metrics for, newest report first, with that report's time."""
     runs = {}
     for topic, events in client.get_events().items():
-        if topic.startswith(TOPIC_PREFIX) and events:
-            runs[topic[len(TOPIC_PREFIX):]] = max(t for t, _ in events)
+        run_id = topic[len(TOPIC_PREFIX):]
+        if topic == metrics_topic(run_id) and "/" not in run_id and events:  # not e.g. <run_id>/heartbeat
+            runs[run_id] = max(t for t, _ in events)
     return dict(sorted(runs.items(), key=lambda item: -item[1]))
 
 
