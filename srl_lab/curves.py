@@ -22,10 +22,12 @@ TRAIN_PANELS = [("losses", ("policy_loss", "value_loss", "entropy"))]
 
 
 def render_png(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int = 80) -> bytes:
-    """All panels that have data, against env steps, as PNG bytes."""
+    """All panels that have data, against samples trained, as PNG bytes."""
     episodes = log.episodes
     panels = [(name, [k for k in keys if any(k in e for e in episodes)]) for name, keys in EPISODE_PANELS]
     panels = [(n, ks) for n, ks in panels if ks]
+    if len(panels) > 1 and panels[0][0] == "return":  # team games: the mean agent return is 0 by design
+        panels = panels[1:]
     has_train = bool(log.train)
     n = max(1, len(panels) + int(has_train))
     cols = min(3, n)
@@ -36,10 +38,10 @@ def render_png(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int =
         for key in keys:
             xs = [e["env_steps"] for e in episodes if key in e]
             ys = [e[key] for e in episodes if key in e]
-            window = max(1, min(20, len(ys) // 5))
+            window = max(1, min(200, len(ys) // 40))  # ~40 smoothed points across the run
             ax.plot(xs[window - 1:], smooth(ys, window), label=key)
         ax.set_title(name, fontsize=9)
-        ax.set_xlabel("env steps", fontsize=8)
+        ax.set_xlabel("samples trained (agent steps)", fontsize=8)
         ax.legend(fontsize=7)
     if has_train:
         ax = fig.add_subplot(rows, cols, len(panels) + 1)
