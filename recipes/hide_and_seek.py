@@ -26,9 +26,13 @@ def hide_and_seek_config(hiders: int = 1, seekers: int = 1, actors: int = 1, sce
         actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=envs_per_group, fragment_length=40),
         inference=InferenceConfig(mode="inline"),
         policy=PolicyConfig(factory=functools.partial(EntityAttentionPolicy, hidden=hidden, embed=embed)),
-        trainer=TrainerConfig(batch_steps=8192, max_version_lag=2),
-        ppo=PPOConfig(lr=3e-4, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, epochs=2, minibatch_size=2048,
-                      ent_coef=0.01, vf_coef=0.5, max_grad_norm=5.0),
+        # A short receive buffer: a trainer slower than the actors holds them back instead of
+        # queueing fragments that would be dropped as stale by the time it reached them.
+        trainer=TrainerConfig(batch_steps=8192, max_version_lag=2, buffer_fragments=4),
+        # Returns are +-1 per step (up to +-horizon): normalised values keep the critic's gradient from
+        # swamping the policy's under the shared grad-norm clip.
+        ppo=PPOConfig(lr=3e-4, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, epochs=4, minibatch_size=2048,
+                      ent_coef=0.005, vf_coef=0.5, max_grad_norm=5.0, norm_value=True, norm_obs=True),
     )
 
 
