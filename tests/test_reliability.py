@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 import torch
 import zmq
+from distributed import Client
 from torch import nn
 
+from srl_lab import cluster as clusters
 from srl_lab.config import (ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, PPOConfig,
                             TrainerConfig)
 from srl_lab.models.mlp import MLPPolicy
@@ -103,6 +105,29 @@ def test_killed_policy_worker_actors_reconnect_without_crashing(dask_client, tmp
     print(f"policy worker replaced {replaced_s:.1f} s after kill -9, 3 more versions {resumed_s:.1f} s later")
     assert result["restarts"] == 1
     assert_books(result, lost_at_most=0)
+
+
+def test_lost_dask_worker_is_replaced_by_growing_the_cluster(tmp_path):
+    """A node that goes away for good: Dask re-runs the actor, the controller adds the slot it lacks."""
+    cluster = clusters.local(n_workers=2, dashboard_address=None)  # trainer + actor, no spare
+    client = Client(cluster)
+    try:
+        run = launch(config(actors=1, heartbeat_timeout_s=5.0), client=client, run_dir=str(tmp_path))
+        try:
+            wait_for(lambda: version(run) >= 2, 120, "first updates")
+            pid = worker(run, "actor-0")["pid"]
+            client.retire_workers([run.supervisor.current["actor-0"].dask_worker], close_workers=True, remove=True)
+            replaced_s = wait_for(lambda: replaced_and_running(run, "actor-0", pid), 90, "a replacement actor")
+            v = version(run)
+            wait_for(lambda: version(run) >= v + 2, 120, "training to continue")
+        finally:
+            result = run.stop()
+    finally:
+        client.close()
+        cluster.close()
+    assert any(f["event"] == "lost its Dask worker" and "grew" in f["note"] for f in result["faults"])
+    print(f"actor whose Dask worker left for good replaced after {replaced_s:.1f} s")
+    assert_books(result, lost_at_most=RING)
 
 
 BALLAST = 24 << 20  # float32 elements: ~96 MiB, so a checkpoint write takes long enough to kill it midway
@@ -299,6 +324,10 @@ def test_supervisor_counts_restarts_and_reports_silence_once_per_timeout():
     sup.on_heartbeat({**beat, "inc": 2, "fragments_produced": 0}, now=121.0)
     assert sup.restarts("actor-0") == 1 and sup.faults[-1]["recovery_s"] == 21.0
     assert sup.produced_by_dead_actors({"0:2"}) == {"0:1": 5}
+    sup.on_heartbeat({**beat, "inc": 2, "phase": "busy", "busy_s": 50.0}, now=200.0)
+    assert sup.silent(["actor-0"], now=200.5) == []  # a long training step beats from a helper thread
+    sup.on_heartbeat({**beat, "inc": 2, "phase": "busy", "busy_s": 101.0}, now=251.0)
+    assert [i.inc for i in sup.silent(["actor-0"], now=251.5)] == [2]  # ... but not for ever
 
 
 def test_checkpoint_rng_state_round_trips(tmp_path):

@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from distributed import Event, Variable, get_worker
 
@@ -113,6 +115,32 @@ class WorkerContext:
         """Startup is over (peers found, weights loaded): the main loop begins."""
         self.phase = "running"
         self.beat()
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """One long call (a training step, a checkpoint of a big model): a helper thread keeps beating.
+
+        The phase reads "busy" and beats say for how long; the supervisor treats a call busy for
+        longer than the startup allowance as hung, so a step that never returns is still caught.
+        """
+        stop = threading.Event()
+        start = time.monotonic()
+
+        def keep_beating() -> None:
+            while not stop.wait(HEARTBEAT_S):
+                self.progress["busy_s"] = round(time.monotonic() - start, 1)
+                self.beat()
+
+        phase, self.phase = self.phase, "busy"
+        helper = threading.Thread(target=keep_beating, name="srl-heartbeat", daemon=True)
+        helper.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            helper.join()
+            self.progress.pop("busy_s", None)
+            self.phase = phase
 
     def should_stop(self) -> bool:
         self._refresh()

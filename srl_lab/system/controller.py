@@ -351,11 +351,17 @@ class Run:
         for inc in silent:
             address = where.get(slots[inc.worker].key)
             self.supervisor.handled(inc.worker, now)
-            if address is None or address != inc.dask_worker:
-                continue  # waiting for a slot, or Dask already re-runs it elsewhere
-            self.supervisor.fault(inc.worker, "silent", now, inc=inc.inc, dask_worker=address,
-                                  silent_s=round(now - inc.last_seen, 1))
-            self.client.restart_workers([address], raise_for_error=False)
+            if address is not None and address == inc.dask_worker:  # stuck where it runs: restart it
+                self.supervisor.fault(inc.worker, "silent", now, inc=inc.inc, dask_worker=address,
+                                      silent_s=round(now - inc.last_seen, 1))
+                self.client.restart_workers([address], raise_for_error=False)
+                continue
+            # Its Dask worker is gone and the re-run waits for a free slot (Dask moves it to one when
+            # one appears): grow the cluster if it is short of slots and can grow.
+            with self._lock:
+                note = self._ensure_slots()
+            if note:
+                self.supervisor.fault(inc.worker, "lost its Dask worker", now, note=note)
 
     # ---------------------------------------------------------------- observation
     def _on_metrics(self, event: tuple[float, dict[str, Any]]) -> None:

@@ -5,7 +5,8 @@ waits on a peer). Each run of a task is an incarnation with its own id: when Das
 whose process died, or the controller resubmits one, a new id shows up and counts as a restart. A
 worker whose newest incarnation has been silent for ``timeout_s`` (ten times that while it is still
 starting, e.g. compiling an environment) is reported by ``silent``; the controller then restarts the
-process it is stuck in. This class holds no Dask objects, so its rules are tested without a cluster.
+process it is stuck in. A worker inside one long call (phase "busy", e.g. a training step) gets the
+startup allowance too. This class holds no Dask objects, so its rules are tested without a cluster.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from srl_lab.system.sample_stream import ledger_key
 
-STARTUP_GRACE = 10.0  # multiple of the timeout a starting worker may stay silent
+STARTUP_GRACE = 10.0  # multiple of the timeout a starting or busy worker may stay silent
 
 
 @dataclass
@@ -81,7 +82,7 @@ class Supervisor:
             return sum(max(0, len(self.history.get(w, ())) - 1) for w in workers)
 
     def silent(self, workers: list[str], now: float) -> list[Incarnation]:
-        """Newest incarnations of ``workers`` silent past their timeout and not acted on since."""
+        """Newest incarnations of ``workers`` silent (or busy in one call) past their allowance."""
         found = []
         with self._lock:
             for worker in workers:
@@ -89,8 +90,10 @@ class Supervisor:
                 if inc is None:
                     continue
                 limit = self.timeout_s * (1.0 if inc.phase == "running" else STARTUP_GRACE)
-                quiet_since = max(inc.last_seen, self._handled.get(worker, 0.0))
-                if now - quiet_since > limit:
+                if now - self._handled.get(worker, 0.0) <= limit:
+                    continue  # acted on recently: give the remedy time
+                busy_s = inc.progress.get("busy_s", 0) if inc.phase == "busy" else 0
+                if now - inc.last_seen > limit or busy_s > limit:
                     found.append(inc)
         return found
 

@@ -76,7 +76,8 @@ class Trainer(Learner):
         return True
 
     def train(self) -> None:
-        super().train()
+        with self.ctx.busy():
+            super().train()
         self.pending.clear()
         self.params.publish(self.version, self.policy.weights())
         if self.run_dir and self._checkpoint_due():
@@ -99,8 +100,9 @@ class Trainer(Learner):
                  "counters": counters, "ledger": self.ledger.snapshot(self.pending),
                  "rng": checkpoints.rng_state(), "config": self.config.to_dict(),
                  "config_pickle": cloudpickle.dumps(self.config), "run_id": self.ctx.run_id, "time": time.time()}
-        path = checkpoints.save(checkpoints.folder(self.run_dir), self.version, state,
-                                keep=self.config.trainer.checkpoint_keep)
+        with self.ctx.busy():
+            path = checkpoints.save(checkpoints.folder(self.run_dir), self.version, state,
+                                    keep=self.config.trainer.checkpoint_keep)
         self._checkpointed = (self.version, time.monotonic())
         return path
 
@@ -146,6 +148,7 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, s
     limit_threads()
     ctx = WorkerContext(run_id, "trainer", "trainer-0", secret)
     zctx = zmq.Context()
+    trainer: Trainer | None = None
     try:
         trainer = Trainer(config, ctx, zctx, run_dir)
         ctx.publish_endpoint("params", trainer.params.endpoint)
@@ -170,7 +173,8 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, s
                   "weights": trainer.policy.weights()}
         if run_dir:
             result["checkpoint"] = trainer.checkpoint()
-        trainer.close()
         return result
     finally:
+        if trainer is not None:
+            trainer.close()  # the parameter service thread first, then every socket
         zctx.destroy(linger=0)
