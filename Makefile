@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lab chromium clean
+.PHONY: demo test bench bench-long lab chromium clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ test: $(STAMP) chromium
 bench: $(STAMP)
 	$(PY) benchmarks/cartpole_throughput.py
 	$(PY) benchmarks/hide_and_seek_env.py
+	$(PY) benchmarks/pendulum.py
+
+# Long runs, not in CI: 20 minutes of hide-and-seek learning; 10 minutes of fault injection.
+bench-long: $(STAMP)
+	$(PY) benchmarks/hide_and_seek_learning.py
+	$(PY) benchmarks/soak.py
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks
