@@ -20,8 +20,15 @@ from distributed import Client
 from torch import nn
 
 from srl_lab import cluster as clusters
-from srl_lab.config import (ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, PPOConfig,
-                            TrainerConfig)
+from srl_lab.config import (
+    ActorConfig,
+    EnvConfig,
+    ExperimentConfig,
+    InferenceConfig,
+    PolicyConfig,
+    PPOConfig,
+    TrainerConfig,
+)
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system import checkpoints, codec
 from srl_lab.system.controller import Run, launch
@@ -254,7 +261,7 @@ def test_resume_continues_training_counters_and_curves(dask_client, tmp_path):
     assert state["counters"]["fragments_consumed"] == first["fragments_consumed"]
     with pytest.raises(Exception, match="Run.resume"):
         launch(cfg, client=dask_client, run_dir=str(tmp_path))  # an earlier run's checkpoints: never clobbered
-    records_before = len(open(tmp_path / "metrics.jsonl").readlines())
+    records_before = len((tmp_path / "metrics.jsonl").read_text().splitlines())
 
     run = Run.resume(str(tmp_path), client=dask_client)
     try:
@@ -266,7 +273,7 @@ def test_resume_continues_training_counters_and_curves(dask_client, tmp_path):
     resumed = [v for inc, v in versions.items() if len(versions) > 1 and v[0] == first["version"]]
     assert resumed and min(resumed[0]) >= first["version"]
     assert second["fragments_consumed"] > first["fragments_consumed"]  # counters continued, not reset
-    assert len(open(tmp_path / "metrics.jsonl").readlines()) > records_before
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) > records_before
     assert second["env_steps"] > first["env_steps"]
 
 

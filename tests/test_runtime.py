@@ -13,7 +13,7 @@ from distributed import Variable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, TrainerConfig
+from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig
 from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pathlib
 import time
 
 import numpy as np
@@ -180,8 +181,8 @@ def test_no_runtime_module_unpickles_what_a_socket_delivers():
     """pyzmq's object helpers pickle; pickle itself is only for checkpoint files and resuming a run."""
     folder = os.path.dirname(system_package.__file__)
     files_only = {"trainer_worker.py", "controller.py", "checkpoints.py"}
-    for name in sorted(f for f in os.listdir(folder) if f.endswith(".py")):
-        tree = ast.parse(open(os.path.join(folder, name)).read())
+    for path in sorted(pathlib.Path(folder).glob("*.py")):
+        name, tree = path.name, ast.parse(path.read_text())
         used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         used |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
                  for a in n.names}

@@ -33,8 +33,15 @@ from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
 from srl_lab.system import checkpoints, codec
 from srl_lab.system.actor_worker import actor_worker
-from srl_lab.system.control import (checkpoint_path_name, endpoint_name, expected_fragments_name, flag_name,
-                                    heartbeat_topic, metrics_topic, stop_event_name)
+from srl_lab.system.control import (
+    checkpoint_path_name,
+    endpoint_name,
+    expected_fragments_name,
+    flag_name,
+    heartbeat_topic,
+    metrics_topic,
+    stop_event_name,
+)
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.policy_worker import policy_worker
 from srl_lab.system.sample_stream import account, ledger_key

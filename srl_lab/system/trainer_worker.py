@@ -22,8 +22,7 @@ import zmq
 
 from srl_lab.config import ExperimentConfig
 from srl_lab.system import checkpoints
-from srl_lab.system.control import (WorkerContext, checkpoint_path_name, expected_fragments_name,
-                                    limit_threads)
+from srl_lab.system.control import WorkerContext, checkpoint_path_name, expected_fragments_name, limit_threads
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.learner import Learner
 from srl_lab.system.parameters import ParameterService
