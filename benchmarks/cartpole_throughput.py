@@ -48,7 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=400_000, help="env steps measured per configuration")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--run-dir", default="runs/bench")
+    parser.add_argument("--run-dir", default=f"runs/bench-cartpole-{time.strftime('%Y%m%d-%H%M%S')}")
     args = parser.parse_args()
 
     rates: dict[str, list[float]] = {}

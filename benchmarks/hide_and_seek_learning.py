@@ -16,6 +16,7 @@ import argparse
 import importlib.util
 import json
 import os
+import time
 
 from srl_lab.envs.factory import make_env_group, make_policy
 from srl_lab.envs.hide_and_seek.evaluate import hidden_fraction
@@ -33,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--episodes", type=int, default=200, help="evaluation episodes per arm")
-    parser.add_argument("--run-dir", default="runs/bench-hide-and-seek")
+    parser.add_argument("--run-dir", default=f"runs/bench-hide-and-seek-{time.strftime('%Y%m%d-%H%M%S')}")
     args = parser.parse_args()
 
     recipe = _recipe()
