@@ -172,17 +172,22 @@ class ExperimentConfig:
             sub = {"env": EnvConfig, "actors": ActorConfig, "inference": InferenceConfig,
                    "trainer": TrainerConfig, "ppo": PPOConfig, "policy": PolicyConfig}.get(key)
             if sub is None:
-                kwargs[key] = value
+                kwargs[key] = None if _is_callable_marker(value) else value
                 continue
             names = {f.name for f in dataclasses.fields(sub)}
             unknown = set(value) - names
             if unknown:
                 raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown field", f"use one of {sorted(names)}")
-            value = {k: (None if isinstance(v, str) and v.startswith("<callable") else v) for k, v in value.items()}
+            value = {k: (None if _is_callable_marker(v) else v) for k, v in value.items()}
             if "hidden" in value:
                 value["hidden"] = tuple(value["hidden"])
             kwargs[key] = sub(**value)
         return cls(**kwargs)
+
+
+def _is_callable_marker(value: Any) -> bool:
+    """``to_dict`` records callables as ``"<callable name>"``; they cannot be restored from JSON."""
+    return isinstance(value, str) and value.startswith("<callable")
 
 
 def _get(obj: Any, dotted: str) -> Any:
