@@ -77,7 +77,7 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
             ctx.log(**ring.counters, fragments_produced=samples.produced,
                     env_steps_per_s=(steps - steps_at_log) / (now - last_log),
                     policy_version=ring.policy_version, inference_latency_ms=1000 * inference.latency_s,
-                    reconnects=samples.reconnects + getattr(inference, "reconnects", 0))
+                    reconnects=samples.reconnects + inference.reconnects)
             last_log, steps_at_log = now, steps
 
     samples.close(linger_ms=FLUSH_LINGER_MS)  # deliver what is queued before reporting final counts

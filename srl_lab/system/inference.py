@@ -61,6 +61,10 @@ class InlineInference:
         self._replies: dict[int, Reply] = {}
         self.latency_s = 0.0  # no stream in between
 
+    @property
+    def reconnects(self) -> int:
+        return self.params.reconnects
+
     def post(self, group: int, obs) -> None:
         weights = self.params.poll()
         if weights is not None:
