@@ -12,10 +12,10 @@ import threading
 import time
 from typing import Any
 
-from distributed import Client, Event, Variable
+from distributed import Client, Event
 
 from srl_lab.notebook.table import reported_workers
-from srl_lab.system.control import checkpoint_path_name, flag_name, metrics_topic
+from srl_lab.system.control import flag_name, metrics_topic, request_checkpoint
 from srl_lab.system.metrics import MetricsLog
 
 TOPIC_PREFIX = metrics_topic("")
@@ -113,16 +113,7 @@ class AttachedRun:
 
     def checkpoint(self, timeout_s: float = 60.0) -> str:
         """Ask the trainer for a checkpoint now; returns its path (on the trainer's file system)."""
-        path_var = Variable(checkpoint_path_name(self.run_id), client=self.client)
-        path_var.set("")
-        Event(flag_name(self.run_id, "checkpoint"), client=self.client).set()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            path = path_var.get()
-            if path:
-                return path
-            time.sleep(0.1)
-        raise TimeoutError("the trainer wrote no checkpoint in time")
+        return request_checkpoint(self.client, self.run_id, timeout_s)
 
     def panel(self, **kw: Any):
         from srl_lab.notebook.panel import Panel

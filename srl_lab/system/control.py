@@ -222,3 +222,17 @@ def limit_threads() -> None:
     import torch
 
     torch.set_num_threads(1)
+
+
+def request_checkpoint(client, run_id: str, timeout_s: float = 60.0) -> str:
+    """Ask a run's trainer for a checkpoint now (from any client); returns its path once written."""
+    path_var = Variable(checkpoint_path_name(run_id), client=client)
+    path_var.set("")
+    Event(flag_name(run_id, "checkpoint"), client=client).set()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        path = path_var.get()
+        if path:
+            return path
+        time.sleep(0.1)
+    raise TimeoutError("the trainer wrote no checkpoint in time")

@@ -34,12 +34,12 @@ from srl_lab.curves import save_png
 from srl_lab.system import checkpoints, codec
 from srl_lab.system.actor_worker import actor_worker
 from srl_lab.system.control import (
-    checkpoint_path_name,
     endpoint_name,
     expected_fragments_name,
     flag_name,
     heartbeat_topic,
     metrics_topic,
+    request_checkpoint,
     stop_event_name,
 )
 from srl_lab.system.metrics import MetricsLog
@@ -234,16 +234,7 @@ class Run:
 
     def checkpoint(self, timeout_s: float = 60.0) -> str:
         """Ask the trainer for a checkpoint now; returns its path once written."""
-        path_var = self._variable(checkpoint_path_name(self.run_id))
-        path_var.set("")
-        self._event(flag_name(self.run_id, "checkpoint")).set()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            path = path_var.get()
-            if path:
-                return path
-            time.sleep(0.1)
-        raise TimeoutError("the trainer wrote no checkpoint in time")
+        return request_checkpoint(self.client, self.run_id, timeout_s)
 
     def stop(self) -> dict[str, Any]:
         """Stop actors, let the trainer drain every fragment they produced, then stop the rest.
@@ -452,14 +443,14 @@ class Run:
         from tqdm.auto import tqdm
 
         start = time.time()
-        bar = tqdm(total=env_steps, unit="step", disable=not progress, desc=self.config.name)
+        # mininterval keeps a log file (no terminal) to one progress line a second, not four.
+        bar = tqdm(total=env_steps, unit="step", disable=not progress, desc=self.config.name, mininterval=1.0)
         try:
             while True:
                 self._raise_if_failed()
                 steps = self.metrics.env_steps()
-                bar.n = steps
                 bar.set_postfix(ret=f"{self.metrics.mean_return(20):.1f}", refresh=False)
-                bar.refresh()
+                bar.update(steps - bar.n)
                 if env_steps is not None and steps >= env_steps:
                     break
                 if seconds is not None and time.time() - start >= seconds:
