@@ -17,13 +17,26 @@ import logging
 from typing import Any
 
 SLOT = "srl_slot"
+ROLES = ("actor", "policy", "trainer")
 ALLOWED_FAILURES = 1000  # re-runs of one task after worker deaths before the scheduler gives up
 PRELOAD = "srl_lab.system.preload"
 
 
-def worker_options(gpus: int = 0) -> dict[str, Any]:
-    """Options for any deployment's workers: one thread and one SRL slot (plus GPUs if present)."""
-    resources = {SLOT: 1, **({"GPU": gpus} if gpus else {})}
+def role_resource(role: str) -> str:
+    """The resource that reserves a worker for one SRL role, e.g. ``srl_role_actor``.
+
+    When any worker of a cluster offers a role's resource, every task of that role asks for it, so
+    it runs only on those workers (e.g. actors on CPU hosts, policy workers and trainers on a GPU
+    host). Roles whose resource no worker offers go to any free slot.
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown SRL role {role!r}; use one of {ROLES}")
+    return f"srl_role_{role}"
+
+
+def worker_options(gpus: int = 0, roles: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Options for any deployment's workers: one thread and one SRL slot (plus GPUs and roles if given)."""
+    resources = {SLOT: 1, **({"GPU": gpus} if gpus else {}), **{role_resource(r): 1 for r in roles}}
     return {"nthreads": 1, "resources": resources}
 
 
@@ -51,3 +64,10 @@ def slot_count(client) -> int:
 def gpu_count(client) -> int:
     workers = client.scheduler_info(n_workers=-1)["workers"].values()
     return int(sum(w.get("resources", {}).get("GPU", 0) for w in workers))
+
+
+def offered_roles(client) -> set[str]:
+    """The SRL roles some worker of the cluster is reserved for (see ``role_resource``)."""
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    offered = {name for w in workers for name in w.get("resources", {})}
+    return {role for role in ROLES if role_resource(role) in offered}

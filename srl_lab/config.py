@@ -59,7 +59,8 @@ class InferenceConfig:
 class TrainerConfig:
     """The trainer: consumes fragments, runs the algorithm, publishes versioned weights."""
 
-    batch_steps: int = 4096  # env-agent steps per training batch
+    batch_steps: int = 4096  # env-agent steps per training batch (split evenly over the trainers)
+    trainers: int = 1  # data-parallel trainer workers (torch.distributed: gloo on CPU, nccl on CUDA)
     max_version_lag: int = 2  # fragments whose oldest step is older than this are dropped (counted)
     device: str = "cpu"
     checkpoint_every_versions: int = 50
@@ -100,6 +101,7 @@ class PolicyConfig:
 
     hidden: tuple[int, ...] = (64, 64)
     factory: Callable[..., Any] | None = None
+    mapping: Literal["shared", "per_team"] = "shared"  # all agents share one network, or one per team
 
 
 @dataclass
@@ -123,6 +125,10 @@ class ExperimentConfig:
         _positive(self.actors.envs_per_group, "actors.envs_per_group", "envs stepped together, e.g. 16")
         _positive(self.actors.fragment_length, "actors.fragment_length", "steps per fragment, e.g. 64")
         _positive(self.trainer.batch_steps, "trainer.batch_steps", "env steps per update, e.g. 4096")
+        _positive(self.trainer.trainers, "trainer.trainers", "the number of data-parallel trainers, e.g. 1")
+        if self.policy.mapping not in ("shared", "per_team"):
+            raise ConfigError("policy.mapping", f"unknown mapping {self.policy.mapping!r}",
+                              "use 'shared' (one network for all agents) or 'per_team' (one per team)")
         _positive(self.ppo.epochs, "ppo.epochs", "passes over each batch, e.g. 4")
         _positive(self.ppo.minibatch_size, "ppo.minibatch_size", "e.g. 1024")
         if self.trainer.max_version_lag < 0:

@@ -181,7 +181,9 @@ class Run:
             self._specs[worker_id] = (fn, args, gpu)
             n = self._submissions.get(worker_id, 0)
             self._submissions[worker_id] = n + 1
-        resources = {clusters.SLOT: 1, **({"GPU": 1} if gpu else {})}
+        role = worker_id.split("-")[0]
+        resources = {clusters.SLOT: 1, **({"GPU": 1} if gpu else {}),
+                     **({clusters.role_resource(role): 1} if role in clusters.offered_roles(self.client) else {})}
         key = f"srl-{self.run_id}-{worker_id}" + (f"-r{n}" if n else "")
         return self.client.submit(fn, self.run_id, *args, self._secret, key=key,
                                   resources=resources, pure=False, retries=0)
