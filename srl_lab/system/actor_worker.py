@@ -20,7 +20,7 @@ from srl_lab.system.control import StopRequested, WorkerContext, limit_threads
 from srl_lab.system.fragments import FragmentBuilder
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.parameters import ParameterClient
-from srl_lab.system.sample_stream import SampleSender
+from srl_lab.system.sample_stream import SampleSender, sample_service, trainer_of_actor
 
 FLUSH_LINGER_MS = 10_000  # on exit, queued fragments get this long to reach the trainer
 
@@ -47,7 +47,8 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
     acfg = config.actors
     envs = [make_env_group(config, acfg.envs_per_group, seed=env_seed(config, index, g))
             for g in range(acfg.ring_size)]
-    samples = SampleSender(zctx, ctx.watch("samples"), ctx.secret, index, ctx.incarnation,
+    trainer = trainer_of_actor(index, config.trainer.trainers)
+    samples = SampleSender(zctx, ctx.watch(sample_service(trainer)), ctx.secret, index, ctx.incarnation,
                            hwm=acfg.ring_size)
     if config.inference.mode == "inline":
         policy = make_policy(config, envs[0].observation_space, envs[0].action_space)

@@ -42,9 +42,10 @@ from srl_lab.system.control import (
     request_checkpoint,
     stop_event_name,
 )
+from srl_lab.system.data_parallel import rendezvous_name
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.policy_worker import policy_worker
-from srl_lab.system.sample_stream import account, ledger_key
+from srl_lab.system.sample_stream import account, ledger_key, sample_service
 from srl_lab.system.supervisor import Supervisor
 from srl_lab.system.trainer_worker import trainer_worker
 
@@ -69,7 +70,7 @@ def launch(config: ExperimentConfig, client: Client | str | None = None, run_dir
 
 def _needed_slots(config: ExperimentConfig) -> int:
     policy = config.inference.policy_workers if config.inference.mode == "remote" else 0
-    return 1 + policy + config.actors.workers
+    return config.trainer.trainers + policy + config.actors.workers
 
 
 def _check_cluster(config: ExperimentConfig, client: Client) -> None:
@@ -131,11 +132,14 @@ class Run:
         self.started = time.time()
         self._variable(expected_fragments_name(self.run_id)).set({})
         policy_services = [f"policy-{i}" for i in range(config.inference.policy_workers)]
-        for service in ["params", "samples", *(policy_services if config.inference.mode == "remote" else [])]:
+        sample_services = [sample_service(rank) for rank in range(config.trainer.trainers)]
+        for service in ["params", *sample_services, *(policy_services if config.inference.mode == "remote" else [])]:
             self._variable(endpoint_name(self.run_id, service)).set(None)  # readers poll instead of timing out
+        self._variable(rendezvous_name(self.run_id)).set(None)
 
-        self.trainer = self._submit("trainer-0", trainer_worker, (self.config, self.run_dir),
-                                    gpu=config.trainer.device.startswith("cuda"))
+        self.trainers = [self._submit(f"trainer-{rank}", trainer_worker, (self.config, self.run_dir, rank),
+                                      gpu=config.trainer.device.startswith("cuda"))
+                         for rank in range(config.trainer.trainers)]
         self.policy_workers = []
         if config.inference.mode == "remote":
             gpu = config.inference.device.startswith("cuda")
@@ -211,7 +215,7 @@ class Run:
         return {"actors": len(self.actors), "removed": [f"actor-{i}" for i in removed], "note": note}
 
     def _ensure_slots(self) -> str | None:
-        needed = 1 + len(self.policy_workers) + len(self.actors)
+        needed = len(self.trainers) + len(self.policy_workers) + len(self.actors)
         have = clusters.slot_count(self.client)
         if have >= needed:
             return None
@@ -257,8 +261,9 @@ class Run:
         live = {ledger_key(a["actor"], a["inc"]): a["fragments_produced"]
                 for a in self.finished_actors.values() if a}
         self._variable(expected_fragments_name(self.run_id)).set(live)
-        self._event(stop_event_name(self.run_id, "trainer-0")).set()
-        trainer = self.trainer.result(timeout=STOP_TIMEOUT_S)
+        for rank in range(len(self.trainers)):
+            self._event(stop_event_name(self.run_id, f"trainer-{rank}")).set()
+        trainer = _merge_trainers([future.result(timeout=STOP_TIMEOUT_S) for future in self.trainers])
         for i in range(len(self.policy_workers)):
             self._event(stop_event_name(self.run_id, f"policy-{i}")).set()
         policy = [p for p in map(_final, self.policy_workers) if p]
@@ -282,6 +287,7 @@ class Run:
             "seconds": time.time() - self.started,
         }
         self.final_weights = trainer["weights"]
+        self.trainer_digests: list[list[tuple[int, str]]] = trainer["digests"]  # per rank: (version, digest)
         self._finish()
         return self.result
 
@@ -303,13 +309,14 @@ class Run:
     # ---------------------------------------------------------------- supervision
     def _slots(self) -> dict[str, Any]:
         """Worker id -> its current future."""
-        return {"trainer-0": self.trainer, **{f"policy-{i}": f for i, f in enumerate(self.policy_workers)},
+        return {**{f"trainer-{i}": f for i, f in enumerate(self.trainers)},
+                **{f"policy-{i}": f for i, f in enumerate(self.policy_workers)},
                 **{f"actor-{i}": f for i, f in self.actors.items()}}
 
     def _replace_future(self, worker_id: str, future: Any) -> None:
         role, index = worker_id.split("-")
         if role == "trainer":
-            self.trainer = future
+            self.trainers[int(index)] = future
         elif role == "policy":
             self.policy_workers[int(index)] = future
         else:
@@ -397,6 +404,7 @@ class Run:
                             "inference_latency_ms": record.get("inference_latency_ms"),
                             "policy_version": record.get("policy_version", record.get("version"))})
         trainer = latest.get("trainer-0", {})
+        trainers = [record for worker, record in latest.items() if worker.startswith("trainer-")]
         return {
             "run_id": self.run_id, "run_dir": self.run_dir, "stopped": self.result is not None,
             "workers": workers,
@@ -405,10 +413,8 @@ class Run:
             "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in workers
                                    if w["role"] == "actor" and w["state"] == "running"),
             "version": trainer.get("version", 0),
-            "fragments_consumed": trainer.get("fragments_consumed", 0),
-            "dropped_stale": trainer.get("dropped_stale", 0),
-            "rejected": trainer.get("rejected", 0),
-            "unauthenticated": trainer.get("unauthenticated", 0),
+            **{key: sum(t.get(key, 0) for t in trainers)
+               for key in ("fragments_consumed", "dropped_stale", "rejected", "unauthenticated")},
             "restarts": sum(w["restarts"] for w in workers),
             "faults": faults,
             "episodes": len(self.metrics.episodes),
@@ -476,6 +482,18 @@ class Run:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _merge_trainers(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One trainer's view of the run from every data-parallel rank's result (rank 0 first).
+
+    Ranks serve disjoint sets of actors, so their ledgers merge without overlap and counts add up.
+    """
+    merged = dict(results[0], ledger={k: v for r in results for k, v in r["ledger"].items()})
+    for key in ("fragments_consumed", "dropped_stale", "rejected", "unauthenticated", "malformed"):
+        merged[key] = sum(r[key] for r in results)
+    merged["digests"] = [r["digests"] for r in results]
+    return merged
 
 
 def _final(future: Any) -> dict[str, Any] | None:

@@ -58,14 +58,21 @@ class Learner:
     def ready(self) -> bool:
         return self.batch_steps >= self.config.trainer.batch_steps
 
-    def train(self) -> None:
-        """One algorithm update on the collected fragments; bumps the policy version."""
+    def train(self, fragments: int | None = None) -> None:
+        """One algorithm update on the first ``fragments`` collected fragments (all by default)."""
+        n = len(self.batch) if fragments is None else fragments
+        taken, self.batch = self.batch[:n], self.batch[n:]
+        steps = sum(f["rewards"].size for f in taken)
+        self.update(taken)
+        self.counters["fragments_consumed"] += n
+        self.counters["env_steps_consumed"] += steps
+        self.batch_steps -= steps
+
+    def update(self, fragments: list[dict[str, Any]]) -> None:
+        """Run the algorithm on ``fragments`` and bump the policy version (no bookkeeping)."""
         start = time.perf_counter()
-        self.last_stats = self.algorithm.train(batch_fragments(self.batch))
+        self.last_stats = self.algorithm.train(batch_fragments(fragments))
         self.last_stats["train_s"] = time.perf_counter() - start
-        self.counters["fragments_consumed"] += len(self.batch)
-        self.counters["env_steps_consumed"] += self.batch_steps
-        self.batch, self.batch_steps = [], 0
         self.version += 1
 
     def take_episodes(self) -> list[dict[str, float]]:

@@ -22,6 +22,7 @@ class MetricsLog:
         self.train: list[dict[str, Any]] = []  # one row per trainer report
         self.latest: dict[str, dict[str, Any]] = {}  # worker id -> last record
         self._actor_steps: dict[tuple[str, Any], int] = {}  # (actor, incarnation) -> env steps it reported
+        self._trainer_steps: dict[str, int] = {}  # trainer id -> env steps it consumed (ranks add up)
         if resume and path:
             for record in _read(path):
                 self.add(record, persist=False)
@@ -34,7 +35,8 @@ class MetricsLog:
             if record.get("role") == "actor" and "env_steps" in record:
                 self._actor_steps[(record.get("srl_worker", "?"), record.get("inc"))] = record["env_steps"]
             if record.get("role") == "trainer":
-                stamp = {"env_steps": record.get("env_steps_consumed", 0), "time": record.get("time"),
+                self._trainer_steps[record.get("srl_worker", "?")] = record.get("env_steps_consumed", 0)
+                stamp = {"env_steps": sum(self._trainer_steps.values()), "time": record.get("time"),
                          "version": record.get("version")}
                 self.episodes.extend({**e, **stamp} for e in record.get("episodes", ()))
                 self.train.append({**record.get("train", {}), **stamp})

@@ -24,6 +24,16 @@ from srl_lab.system.streams import connect
 SEND_TIMEOUT_MS = 200  # a blocked send wakes up this often to check stop flags and the endpoint
 
 
+def trainer_of_actor(actor: int, trainers: int) -> int:
+    """The trainer an actor sends its fragments to (data-parallel trainers split the actors)."""
+    return actor % trainers
+
+
+def sample_service(rank: int) -> str:
+    """The endpoint name under which trainer ``rank`` receives fragments."""
+    return "samples" if rank == 0 else f"samples-{rank}"
+
+
 def ledger_key(actor: int, inc: int) -> str:
     return f"{actor}:{inc}"
 

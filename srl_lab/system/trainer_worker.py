@@ -10,6 +10,11 @@ its run directory continues from the newest one: that is how a trainer whose pro
 On stop the trainer drains: it waits until every fragment each live actor incarnation reported
 producing has arrived, trains on what is left, and returns its counters and ledger, from which the
 controller closes the books (``produced == consumed + dropped_stale + lost``).
+
+With ``trainer.trainers`` > 1 the trainers form a data-parallel group (``data_parallel``): rank
+``r`` serves the sample endpoint ``sample_service(r)`` for its share of the actors, all ranks agree
+each loop on whether to train, checkpoint or stop, and only rank 0 publishes weights and writes
+checkpoints (with every rank's books in them).
 """
 from __future__ import annotations
 
@@ -23,10 +28,11 @@ import zmq
 from srl_lab.config import ExperimentConfig
 from srl_lab.system import checkpoints
 from srl_lab.system.control import WorkerContext, checkpoint_path_name, expected_fragments_name, limit_threads
+from srl_lab.system.data_parallel import TrainerGroup
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.learner import Learner
 from srl_lab.system.parameters import ParameterService
-from srl_lab.system.sample_stream import Ledger, parse_fragment_meta
+from srl_lab.system.sample_stream import Ledger, parse_fragment_meta, sample_service, trainer_of_actor
 from srl_lab.system.streams import Receiver, bind
 
 DRAIN_TIMEOUT_S = 60.0
@@ -36,27 +42,38 @@ CHECKPOINT_FORMAT = 1
 class Trainer(Learner):
     """A learner with its sockets (sample stream in, parameter service out) and its checkpoints."""
 
-    def __init__(self, config: ExperimentConfig, ctx: WorkerContext, zctx: zmq.Context, run_dir: str | None):
+    def __init__(self, config: ExperimentConfig, ctx: WorkerContext, zctx: zmq.Context, run_dir: str | None,
+                 rank: int = 0):
         super().__init__(config)
         self.ctx = ctx
         self.run_dir = run_dir
+        self.rank = rank
         self.ledger = Ledger()
-        self.pending: Counter = Counter()  # ledger keys of the fragments in the untrained batch
+        self.batch_keys: list[str] = []  # ledger key of each fragment in the untrained batch
         self.restored_from = self.restore() if run_dir else None
         self._checkpointed = (self.version, time.monotonic())
+        self.group: TrainerGroup | None = None
+        if config.trainer.trainers > 1:
+            self.group = TrainerGroup(ctx, rank, config.trainer.trainers, cuda=config.trainer.device != "cpu",
+                                      timeout_s=max(config.trainer.heartbeat_timeout_s, DRAIN_TIMEOUT_S) + 60)
+            self.group.broadcast_from_rank0(self.algorithm)
+            self.version = self.group.gather(self.version)[0]
+            self.group.attach(self.algorithm)
         self.sock, self.endpoint = bind(zctx, zmq.PULL, f"samples-{ctx.run_id}",
                                         rcvhwm=config.trainer.buffer_fragments)
         self.receiver = Receiver(self.sock, frozenset({"fragment"}), ctx.secret)
-        self.params = ParameterService(zctx, ctx.run_id, ctx.secret, origin=ctx.incarnation)
-        self.params.publish(self.version, self.policy.weights())
+        self.params: ParameterService | None = None
+        if rank == 0:
+            self.params = ParameterService(zctx, ctx.run_id, ctx.secret, origin=ctx.incarnation)
+            self.params.publish(self.version, self.policy.weights())
 
     @property
     def rejected(self) -> int:
-        return self.receiver.rejected + self.params.rejected
+        return self.receiver.rejected + (self.params.rejected if self.params else 0)
 
     @property
     def unauthenticated(self) -> int:
-        return self.receiver.unauthenticated + self.params.receiver.unauthenticated
+        return self.receiver.unauthenticated + (self.params.receiver.unauthenticated if self.params else 0)
 
     def receive(self, timeout_ms: int) -> bool:
         """Take one message if one arrives within ``timeout_ms``; True if something was received."""
@@ -71,32 +88,50 @@ class Trainer(Learner):
         key, seq, episodes, env_errors = parsed
         self.ledger.record(key, seq)
         if self.offer(arrays, episodes, env_errors):
-            self.pending[key] += 1
+            self.batch_keys.append(key)
         return True
 
-    def train(self) -> None:
-        with self.ctx.busy():
-            super().train()
-        self.pending.clear()
-        self.params.publish(self.version, self.policy.weights())
-        if self.run_dir and self._checkpoint_due():
-            self.checkpoint()
+    def agree(self, ready: bool, stop: bool, checkpoint: bool) -> tuple[bool, bool, bool]:
+        """Whether to train, stop and checkpoint now: this trainer's own view, or the group's."""
+        return (ready, stop, checkpoint) if self.group is None else self.group.agree(ready, stop, checkpoint)
 
-    def _checkpoint_due(self) -> bool:
+    def train(self, fragments: int | None = None) -> None:
+        if self.group is not None:
+            fragments = self.group.common_batch_size(len(self.batch))
+        n = len(self.batch) if fragments is None else fragments
+        with self.ctx.busy():
+            super().train(n)
+        del self.batch_keys[:n]
+        self._after_update()
+
+    def _after_update(self) -> None:
+        if self.group is not None:
+            self.group.average_statistics(self.policy, self.algorithm)
+            self.group.check_identical(self.policy, self.version)
+        if self.params is not None:
+            self.params.publish(self.version, self.policy.weights())
+
+    def checkpoint_due(self) -> bool:
         cfg = self.config.trainer
         version, at = self._checkpointed
         return bool((cfg.checkpoint_every_versions and self.version - version >= cfg.checkpoint_every_versions)
                     or (cfg.checkpoint_every_s and time.monotonic() - at >= cfg.checkpoint_every_s))
 
-    def checkpoint(self) -> str:
+    def checkpoint(self) -> str | None:
         """Write everything needed to continue exactly here, atomically; returns the path.
 
         Fragments waiting in an untrained batch are left out (counters and ledger alike): if this
-        trainer dies they are lost, and the books say so.
+        trainer dies they are lost, and the books say so. In a data-parallel group every rank calls
+        this together; rank 0 writes every rank's books and returns the path, the others None.
         """
         counters = dict(self.counters, fragments_received=self.counters["fragments_received"] - len(self.batch))
+        books = {"counters": counters, "ledger": self.ledger.snapshot(Counter(self.batch_keys))}
+        peers = self.group.gather(books)[1:] if self.group is not None else []
+        if self.rank != 0:
+            self._checkpointed = (self.version, time.monotonic())
+            return None
         state = {"format": CHECKPOINT_FORMAT, "version": self.version, "algorithm": self.algorithm.state_dict(),
-                 "counters": counters, "ledger": self.ledger.snapshot(self.pending),
+                 **books, "peer_books": peers,
                  "rng": checkpoints.rng_state(), "config": self.config.to_dict(),
                  "config_pickle": cloudpickle.dumps(self.config), "run_id": self.ctx.run_id, "time": time.time()}
         with self.ctx.busy():
@@ -115,8 +150,11 @@ class Trainer(Learner):
         path, state = found
         self.algorithm.load_state_dict(state["algorithm"])
         self.version = int(state["version"])
-        self.counters.update(state["counters"])
-        self.ledger = Ledger(state["ledger"])
+        peers = state.get("peer_books", [])
+        books = state if self.rank == 0 else peers[self.rank - 1] if self.rank <= len(peers) else None
+        if books is not None:
+            self.counters.update(books["counters"])
+            self.ledger = Ledger(books["ledger"])
         checkpoints.restore_rng(state["rng"])
         return path
 
@@ -126,50 +164,80 @@ class Trainer(Learner):
                      train=self.last_stats, **extra)
 
     def drain(self, expected: dict[str, int]) -> None:
-        """Receive until every live incarnation's last fragment is in, then train on the remainder."""
+        """Receive until every live incarnation's last fragment is in, then train on the remainder.
+
+        ``expected`` lists every actor incarnation of the run; this trainer waits for its share. In a
+        data-parallel group the remainders differ in size, so every rank trains on all of them.
+        """
+        trainers = self.config.trainer.trainers
+        mine = {k: n for k, n in expected.items() if trainer_of_actor(int(k.split(":")[0]), trainers) == self.rank}
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
-        while not self.ledger.caught_up(expected) and time.monotonic() < deadline:
+        while not self.ledger.caught_up(mine) and time.monotonic() < deadline:
             self.receive(timeout_ms=100)
         while self.receive(timeout_ms=0):  # anything else already queued (e.g. from killed actors)
             pass
-        if self.batch:
-            self.train()
+        if self.group is None:
+            if self.batch:
+                self.train()
+            return
+        remainder = [f for fragments in self.group.gather(self.batch) for f in fragments]
+        if remainder:
+            with self.ctx.busy():
+                self.update(remainder)
+            self.counters["fragments_consumed"] += len(self.batch)
+            self.counters["env_steps_consumed"] += self.batch_steps
+            self.batch, self.batch_steps, self.batch_keys = [], 0, []
+            self._after_update()
 
     def close(self) -> None:
-        self.params.close()
+        if self.params is not None:
+            self.params.close()
+        if self.group is not None:
+            self.group.close()
         self.sock.close(linger=0)
 
 
-def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, secret: bytes) -> dict[str, Any]:
+def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, rank: int,
+                   secret: bytes) -> dict[str, Any]:
     """Long-running Dask task: trains until told to stop, drains, returns counters and weights."""
     from distributed import Variable
 
     limit_threads()
-    ctx = WorkerContext(run_id, "trainer", "trainer-0", secret)
+    ctx = WorkerContext(run_id, "trainer", f"trainer-{rank}", secret)
     zctx = zmq.Context()
     trainer: Trainer | None = None
     try:
-        trainer = Trainer(config, ctx, zctx, run_dir)
-        ctx.publish_endpoint("params", trainer.params.endpoint)
-        ctx.publish_endpoint("samples", trainer.endpoint)
+        trainer = Trainer(config, ctx, zctx, run_dir, rank)
+        if trainer.params is not None:
+            ctx.publish_endpoint("params", trainer.params.endpoint)
+        ctx.publish_endpoint(sample_service(rank), trainer.endpoint)
         ctx.running()
         trainer.log(restored_from=trainer.restored_from)
         last_log = time.monotonic()
-        while not ctx.should_stop():
-            if trainer.receive(timeout_ms=50) and trainer.ready():
+        while True:
+            if not trainer.ready():
+                trainer.receive(timeout_ms=50)
+            requested = bool(run_dir) and rank == 0 and ctx.checkpoint_requested()
+            due = bool(run_dir) and rank == 0 and trainer.checkpoint_due()
+            train, stop, checkpoint = trainer.agree(trainer.ready(), ctx.should_stop(), requested or due)
+            if train:
                 trainer.train()
-            if run_dir and ctx.checkpoint_requested():
-                Variable(checkpoint_path_name(run_id)).set(trainer.checkpoint())
+            if checkpoint:
+                path = trainer.checkpoint()
+                if requested:
+                    Variable(checkpoint_path_name(run_id)).set(path)
+            if stop:
+                break
             ctx.progress["version"] = trainer.version
             if time.monotonic() - last_log >= config.metrics_interval_s:
                 trainer.log()
                 last_log = time.monotonic()
         trainer.drain(Variable(expected_fragments_name(run_id)).get(timeout=DRAIN_TIMEOUT_S))
         trainer.log(state="stopped")
-        result = {"worker": "trainer-0", "inc": ctx.incarnation, "version": trainer.version, **trainer.counters,
+        result = {"worker": ctx.worker_id, "inc": ctx.incarnation, "version": trainer.version, **trainer.counters,
                   "rejected": trainer.rejected, "unauthenticated": trainer.unauthenticated,
                   "ledger": trainer.ledger.entries, "restored_from": trainer.restored_from,
-                  "weights": trainer.policy.weights()}
+                  "weights": trainer.policy.weights(), "digests": trainer.group.digests if trainer.group else []}
         if run_dir:
             result["checkpoint"] = trainer.checkpoint()
         return result
