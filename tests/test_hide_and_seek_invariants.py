@@ -360,3 +360,24 @@ def test_pettingzoo_parallel_api(variant: str) -> None:
     obs, _ = par.reset(seed=1)
     assert par.agents == ["hider_0", "hider_1", "seeker_0", "seeker_1"]
     assert set(obs["seeker_1"]) == set(env.observation_space.spaces)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_quadrant_hiders_start_in_the_room_unless_spawned_anywhere(variant: str) -> None:
+    """Seekers always start outside the 3 m room; hiders inside it, or anywhere with hider_spawn."""
+    room = spec.FLOOR_SIZE / 2
+
+    def starts(hider_spawn: str) -> tuple[np.ndarray, np.ndarray]:
+        env = make(variant, num_envs=24, n_hiders=1, n_seekers=1, hider_spawn=hider_spawn)
+        obs = env.reset(seed=3)
+        xy = obs["observation_self"][:, :, :2]
+        env.close()
+        inside = (xy[..., 0] > room) & (xy[..., 1] > room)
+        return inside[:, 0], inside[:, 1]
+
+    hiders, seekers = starts("room")
+    assert hiders.all() and not seekers.any()
+    hiders, seekers = starts("anywhere")
+    assert not hiders.all() and not seekers.any()
+    with pytest.raises(ValueError, match="hider_spawn"):
+        make(variant, hider_spawn="corner")

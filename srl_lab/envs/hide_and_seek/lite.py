@@ -66,9 +66,11 @@ class HideAndSeekLite:
 
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, hider_spawn: str = "room") -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of {sorted(SCENARIOS)}")
+        spec.check_hider_spawn(hider_spawn)
+        self.hiders_anywhere = hider_spawn == "anywhere"
         if not (1 <= n_hiders <= 3 and 1 <= n_seekers <= 3):
             raise ValueError("hide-and-seek takes 1-3 hiders and 1-3 seekers")
         self.scenario = scenario
@@ -211,7 +213,8 @@ class HideAndSeekLite:
         uniforms = self._rng.random((envs.size, UNIFORMS_PER_RESET))
         reset_envs(envs.astype(np.int64), uniforms, SCENARIOS[self.scenario], self._ag, self._ob,
                    self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
-                   self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.prep_steps,
+                   self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.hiders_anywhere,
+                   self.prep_steps,
                    *obs.values())
 
     def _set_object(self, e: int, o: int, x: float, y: float, hx: float, hy: float, yaw: float,

@@ -189,9 +189,12 @@ def _build_walls(scenario: int, u: np.ndarray, cursor: np.ndarray, walls: np.nda
 
 
 @njit
-def generate(scenario: int, n_hiders: int, n_boxes: int, u: np.ndarray, ag: np.ndarray,
-             ob: np.ndarray, oi: np.ndarray, walls: np.ndarray) -> int:
-    """Build one random episode into ``ag``, ``ob``, ``oi``, ``walls``; return the wall count."""
+def generate(scenario: int, n_hiders: int, n_boxes: int, hiders_anywhere: bool, u: np.ndarray,
+             ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray) -> int:
+    """Build one random episode into ``ag``, ``ob``, ``oi``, ``walls``; return the wall count.
+
+    ``hiders_anywhere``: quadrant hiders start anywhere instead of in the room.
+    """
     cursor = np.zeros(1, np.int64)
     grid = np.zeros((GRID, GRID), np.uint8)
     n_walls = _build_walls(scenario, u, cursor, walls, grid)
@@ -206,7 +209,8 @@ def generate(scenario: int, n_hiders: int, n_boxes: int, u: np.ndarray, ag: np.n
         first = 0 if hider else n_hiders
         near_x = math.nan if i == first else ag[first, 0]
         near_y = math.nan if i == first else ag[first, 1]
-        region = ANYWHERE if not quadrant else (INSIDE_ROOM if hider else OUTSIDE_ROOM)
+        region = ANYWHERE if not quadrant or (hider and hiders_anywhere) else (
+            INSIDE_ROOM if hider else OUTSIDE_ROOM)
         x, y = _place(grid, 2, 2, region, near_x, near_y, u, cursor)
         if math.isnan(x):  # the grid is full: drop it anywhere, contacts will sort it out
             x = _draw(u, cursor) * GRID * CELL

@@ -214,14 +214,15 @@ def begin_episode(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls:
 def reset_envs(envs: np.ndarray, uniforms: np.ndarray, scenario: int, ag: np.ndarray, ob: np.ndarray,
                oi: np.ndarray, walls: np.ndarray, n_walls: np.ndarray, held: np.ndarray,
                vis: np.ndarray, t: np.ndarray, ret: np.ndarray, acc: np.ndarray, start: np.ndarray,
-               n_hiders: int, n_boxes: int, prep_steps: int, o_self: np.ndarray,
+               n_hiders: int, n_boxes: int, hiders_anywhere: bool, prep_steps: int, o_self: np.ndarray,
                o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray, o_lidar: np.ndarray,
                m_aa: np.ndarray, m_ab: np.ndarray, m_ar: np.ndarray, s_aa: np.ndarray,
                s_ab: np.ndarray, s_ar: np.ndarray) -> None:
     """Generate a fresh random episode in each env of ``envs`` (``uniforms[k]`` feeds ``envs[k]``)."""
     for k in range(envs.shape[0]):
         e = envs[k]
-        n_walls[e] = generate(scenario, n_hiders, n_boxes, uniforms[k], ag[e], ob[e], oi[e], walls[e])
+        n_walls[e] = generate(scenario, n_hiders, n_boxes, hiders_anywhere, uniforms[k], ag[e], ob[e], oi[e],
+                              walls[e])
         t[e] = 0
         begin_episode(e, ag, ob, oi, walls, n_walls, held, vis, t, ret, acc, start, n_hiders, n_boxes,
                       prep_steps, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar,

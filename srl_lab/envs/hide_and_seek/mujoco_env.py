@@ -46,7 +46,9 @@ class HideAndSeekMujoco:
 
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, hider_spawn: str = "room") -> None:
+        spec.check_hider_spawn(hider_spawn)
+        self.hider_spawn = hider_spawn
         if scenario not in DEFAULT_COUNTS:
             raise ValueError(f"scenario must be one of {sorted(DEFAULT_COUNTS)}, got {scenario!r}")
         if not (1 <= n_hiders <= 3 and 1 <= n_seekers <= 3):
@@ -128,7 +130,7 @@ class HideAndSeekMujoco:
 
     # ----------------------------------------------------------------- helpers
     def _new_episode(self, i: int) -> Episode:
-        scene, room = generate(self._rngs[i], self.scenario, self.layout)
+        scene, room = generate(self._rngs[i], self.scenario, self.layout, self.hider_spawn)
         return Episode(scene, self.layout, self.scenario, self.horizon, room)
 
     def _check_actions(self, actions: np.ndarray) -> np.ndarray:

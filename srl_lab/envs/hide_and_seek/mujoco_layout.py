@@ -120,21 +120,23 @@ def _boxes(rng: np.random.Generator, placer: _Placer, n: int, region: Rect, elon
     return boxes
 
 
-def generate(rng: np.random.Generator, scenario: str, layout: spec.Layout) -> tuple[Scene, Rect | None]:
+def generate(rng: np.random.Generator, scenario: str, layout: spec.Layout,
+             hider_spawn: str = "room") -> tuple[Scene, Rect | None]:
     """Sample one episode (scene at t=0) for ``quadrant`` or ``randomwalls``, plus the quadrant room.
 
-    Quadrant: hiders and boxes start in the room, seekers and ramps outside it. A wall layout whose
-    free floor cannot take every entity is redrawn.
+    Quadrant: hiders (unless ``hider_spawn="anywhere"``) and boxes start in the room, seekers and
+    ramps outside it. A wall layout whose free floor cannot take every entity is redrawn.
     """
     for _ in range(10):
         try:
-            return _generate_once(rng, scenario, layout)
+            return _generate_once(rng, scenario, layout, hider_spawn)
         except RuntimeError:
             continue
-    return _generate_once(rng, scenario, layout)
+    return _generate_once(rng, scenario, layout, hider_spawn)
 
 
-def _generate_once(rng: np.random.Generator, scenario: str, layout: spec.Layout) -> tuple[Scene, Rect | None]:
+def _generate_once(rng: np.random.Generator, scenario: str, layout: spec.Layout,
+                   hider_spawn: str = "room") -> tuple[Scene, Rect | None]:
     h, s = spec.WALL_THICKNESS / 2, spec.FLOOR_SIZE
     floor: Rect = (h, h, s - h, s - h)
     if scenario == "quadrant":
@@ -152,7 +154,8 @@ def _generate_once(rng: np.random.Generator, scenario: str, layout: spec.Layout)
         first = placer.place((r, r), region, avoid)
         return [first] + [placer.place((r, r), region, avoid, near=first) for _ in range(n - 1)]
 
-    positions = team(layout.n_hiders, hider_region, None) + team(layout.n_seekers, floor, room)
+    hider_start = floor if hider_spawn == "anywhere" else hider_region
+    positions = team(layout.n_hiders, hider_start, None) + team(layout.n_seekers, floor, room)
     teams = [HIDER] * layout.n_hiders + [SEEKER] * layout.n_seekers
     headings = rng.uniform(-np.pi, np.pi, size=len(teams))
     agents = [Agent(float(p[0]), float(p[1]), float(hd), tm) for p, hd, tm in zip(positions, headings, teams)]

@@ -23,6 +23,14 @@ SUBSTEPS = 15
 SUBSTEP_DT = 0.005
 STEP_DT = SUBSTEPS * SUBSTEP_DT  # 0.075 s
 PREP_FRACTION = 0.4
+# Quadrant: hiders start in the room (the original's default) or anywhere outside it too (the
+# original's ``quadrant_game_hider_uniform_placement``); seekers always start outside the room.
+HIDER_SPAWNS = ("room", "anywhere")
+
+
+def check_hider_spawn(hider_spawn: str) -> None:
+    if hider_spawn not in HIDER_SPAWNS:
+        raise ValueError(f"hider_spawn must be one of {HIDER_SPAWNS}, got {hider_spawn!r}")
 GRAB_RADIUS = 0.25
 LOCK_RADIUS = 0.25
 VIEW_HALF_ANGLE = np.deg2rad(67.5)  # 135 degree cone
