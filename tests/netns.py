@@ -65,15 +65,11 @@ class Hosts:
     """Namespaced hosts on one bridge: ``start()``, ``spawn(host, argv)``, ``close()``."""
 
     def __init__(self, names: Sequence[str], log_dir: str):
+        self.names = list(names)
         self.tag = secrets.token_hex(3)
         self.log_dir = log_dir
         self.bridge = f"srlbr{self.tag}"
-        self.subnet = _free_subnet()
-        addresses = list(self.subnet.hosts())
-        self.gateway = str(addresses[0])  # the bridge's address: the root namespace's way in
-        self.hosts = {name: Host(name=name, netns=f"srl-{self.tag}-{name}", hostname=f"{name}-{self.tag}",
-                                 ip=str(addresses[i + 1]), veth=f"srl{self.tag}v{i}")
-                      for i, name in enumerate(names)}
+        self.hosts: dict[str, Host] = {}  # filled by start()
         self._created: list[Host] = []
         self._bridge_up = False
         self._procs: list[tuple[subprocess.Popen, str, str]] = []
@@ -88,6 +84,12 @@ class Hosts:
         for tool in ("ip", "unshare"):
             if shutil.which(tool) is None:
                 raise Unavailable(f"`{tool}` is not installed")
+        self.subnet = _free_subnet()
+        addresses = list(self.subnet.hosts())
+        self.gateway = str(addresses[0])  # the bridge's address: the root namespace's way in
+        self.hosts = {name: Host(name=name, netns=f"srl-{self.tag}-{name}", hostname=f"{name}-{self.tag}",
+                                 ip=str(addresses[i + 1]), veth=f"srl{self.tag}v{i}")
+                      for i, name in enumerate(self.names)}
         first = next(iter(self.hosts.values()))
         probe = _ip("netns", "add", first.netns, check=False)
         if probe.returncode != 0:

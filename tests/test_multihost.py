@@ -118,7 +118,7 @@ def test_training_across_namespaced_hosts(hosts, tmp_path):
     run = launch(cartpole(), client=address, run_dir=str(tmp_path / "run"))
     status = result = None
     try:
-        status = run.wait(target_return=SOLVED, seconds=240, progress=False)
+        status = run.wait(target_return=SOLVED, seconds=300, progress=False)
         # While the run is live: where each stream lives and how the actors reach it.
         endpoints = {s: Variable(endpoint_name(run.run_id, s), client=run.client).get(timeout=10)
                      for s in SERVICES}
