@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mujoco,lab]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mujoco,lab,cluster]'
 	touch $(STAMP)
 
 demo: $(STAMP)

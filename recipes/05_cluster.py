@@ -22,11 +22,16 @@
 #
 # * **one thread** — an SRL worker is a Python loop holding its thread for the whole run;
 # * **one `srl_slot` resource** — every SRL worker asks for a slot, so the scheduler never stacks two
-#   loops in one process (`srl_lab.cluster.worker_options()` says exactly this; GPU workers add `GPU=1`).
+#   loops in one process (`srl_lab.cluster.worker_options()` says exactly this; GPU workers add `GPU=1`,
+#   workers reserved for a role add `srl_role_<role>=1`);
+# * **the preload** `srl_lab.system.preload` — the process imports torch and the runtime when it starts,
+#   so a replacement SRL worker is up in seconds;
+# * a scheduler that re-runs a task after many worker deaths (`allowed_failures`, `ALLOWED_FAILURES`).
 #
-# On the command line that is `dask worker ADDRESS --nthreads 1 --resources srl_slot=1`. Where only
-# the environment can be set, the Dask config variable `DASK_DISTRIBUTED__WORKER__RESOURCES__SRL_SLOT=1`
-# does the same.
+# `srl_lab.cluster` has one helper per deployment that starts workers this way (they need the extra:
+# `pip install 'srl_lab[cluster]'`): `slurm(...)`, `pbs(...)`, `kubernetes(image, ...)`, `gateway(...)`.
+# Anything else takes the same flags: `dask worker ADDRESS --nworkers 8` followed by
+# `clusters.worker_args()`, or, where only the environment can be set, `clusters.worker_env()`.
 #
 # Pair of `recipes/05_cluster.py`: `--scheduler tcp://host:8786` runs against any running scheduler;
 # without it, `DEPLOYMENT` below says which cluster to create.
@@ -35,6 +40,7 @@
 DEPLOYMENT = "local"  # used without --scheduler: "local", "slurm", "pbs", "kubernetes" or "gateway"
 ACTORS = 2
 MINUTES = 5.0
+IMAGE = "ghcr.io/your-org/srl-lab:latest"  # kubernetes: any image with srl_lab installed
 
 # %%
 from distributed import Client
@@ -43,50 +49,28 @@ import srl_lab
 from srl_lab import cluster as clusters
 from srl_lab.notebook.recipe import RecipeArgs, recipe_args
 
-SLOT_ENV = {"DASK_DISTRIBUTED__WORKER__RESOURCES__SRL_SLOT": "1"}  # one srl_slot per worker process
-
 
 def slurm(workers: int):
-    """One single-threaded worker per Slurm job (dask-jobqueue); add queue/account/walltime for your site."""
-    from dask_jobqueue import SLURMCluster
+    """Slurm through dask-jobqueue: each job runs two single-threaded SRL worker processes.
 
-    cluster = SLURMCluster(cores=1, processes=1, memory="4GB", walltime="02:00:00",
-                           worker_extra_args=["--resources", f"{clusters.SLOT}=1"])
-    cluster.scale(workers)
-    return cluster
+    Add your site's ``queue=``, ``account=``, ``job_extra_directives=[...]``; ``memory`` is per slot.
+    """
+    return clusters.slurm(workers, slots_per_job=2, memory="4GB", walltime="02:00:00")
 
 
 def pbs(workers: int):
-    from dask_jobqueue import PBSCluster
-
-    cluster = PBSCluster(cores=1, processes=1, memory="4GB", walltime="02:00:00",
-                         worker_extra_args=["--resources", f"{clusters.SLOT}=1"])
-    cluster.scale(workers)
-    return cluster
+    """PBS through dask-jobqueue, one SRL worker process per job."""
+    return clusters.pbs(workers, memory="4GB", walltime="02:00:00")
 
 
 def kubernetes(workers: int):
-    """dask-kubernetes' operator: the worker image must have srl_lab installed (see binder/)."""
-    from dask_kubernetes.operator import KubeCluster
-
-    one_cpu = {"cpu": "1", "memory": "4G"}
-    return KubeCluster(name="srl-lab", n_workers=workers, env=SLOT_ENV,
-                       worker_command=["dask", "worker", "--nthreads", "1"],
-                       resources={"requests": one_cpu, "limits": one_cpu})
+    """The dask-kubernetes operator: one pod per SRL worker process, from ``IMAGE``."""
+    return clusters.kubernetes(IMAGE, workers, cpu="1", memory="4G")
 
 
 def gateway(workers: int):
-    """A JupyterHub's dask-gateway. Which options exist is the gateway admin's choice: many expose
-    ``environment`` and ``worker_cores``; where they do not, ask for workers started with one srl_slot."""
-    from dask_gateway import Gateway
-
-    gw = Gateway()
-    options = gw.cluster_options()
-    options.worker_cores = 1
-    options.environment = SLOT_ENV
-    cluster = gw.new_cluster(options)
-    cluster.scale(workers)
-    return cluster
+    """A JupyterHub's dask-gateway (address and auth from the ``gateway.*`` Dask config)."""
+    return clusters.gateway(workers)
 
 
 def local(workers: int):
@@ -135,6 +119,54 @@ def main(argv: list[str] | None = None) -> dict:
         if cluster is not None:
             cluster.close()
 
+
+# %% [markdown]
+# ## The deployments
+#
+# **Slurm and PBS** (dask-jobqueue). The scheduler runs in this kernel; each job starts
+# `slots_per_job` worker processes with one thread, the `srl_slot` (plus `GPU`/role) resources and the
+# preload. `clusters.slurm(2, gpus=1, roles=("trainer", "policy"))` also asks Slurm for the GPU
+# (`--gres=gpu:1`); PBS gets PBS Pro's `select=...:ngpus=1` unless you pass your site's
+# `resource_spec`. Compute nodes start workers with this kernel's Python, so it must be on a shared
+# file system. `cluster.job_script()` shows what will be submitted (below, nothing is submitted).
+# Actor-only CPU nodes can join the same scheduler with a job of your own running
+# `dask worker {cluster.scheduler_address} --nworkers 16` plus `clusters.worker_args(roles=("actor",))`.
+#
+# **Kubernetes** (dask-kubernetes operator, installed in the cluster). `clusters.kubernetes(IMAGE, 8)`
+# creates a `DaskCluster` whose worker pods each run one `dask worker` with `worker_args()`; the image
+# needs srl_lab. `clusters.kubernetes_spec(...)` returns that resource without creating it
+# (`kubectl apply` it yourself), and GPU trainers get a worker group of their own:
+# `cluster.add_worker_group("gpu", custom_spec=clusters.kubernetes_worker_spec(IMAGE, 1, gpus=1,
+# roles=("trainer", "policy")))`, which requests `nvidia.com/gpu`.
+#
+# **dask-gateway**. What a gateway cluster can be asked for is the server's choice:
+# `clusters.gateway(8)` puts `worker_env()` into the server's `environment` option and sets
+# `worker_threads` (or `worker_cores`) to 1, and warns when the server exposes neither. The gateway
+# admin either exposes them, e.g. in `dask_gateway_config.py`:
+#
+# ```python
+# from dask_gateway_server.options import Integer, Mapping, Options
+# c.Backend.cluster_options = Options(
+#     Integer("worker_cores", 1, min=1, max=8), Mapping("environment", {}),
+#     handler=lambda o: {"worker_cores": o.worker_cores, "environment": o.environment})
+# ```
+#
+# or fixes them for everyone: `c.ClusterConfig.worker_threads = 1` and
+# `c.ClusterConfig.environment = srl_lab.cluster.worker_env()`. The worker image needs srl_lab.
+#
+# The next cell only renders: a Slurm job script and a Kubernetes worker command (when the extra is
+# installed) and the flags for a hand-started worker.
+
+# %% tags=["active-ipynb"]
+# import importlib.util
+#
+# if importlib.util.find_spec("dask_jobqueue"):  # renders the job script; no job is submitted
+#     with clusters.slurm(slots_per_job=2, walltime="02:00:00",
+#                         scheduler_options={"host": "127.0.0.1", "dashboard_address": ":0"}) as preview:
+#         print(preview.job_script())
+# if importlib.util.find_spec("dask_kubernetes"):
+#     print(" ".join(clusters.kubernetes_spec(IMAGE, 2)["spec"]["worker"]["spec"]["containers"][0]["args"]))
+# print("dask worker ADDRESS --nworkers 8", " ".join(clusters.worker_args()))
 
 # %% [markdown]
 # ## Connect
