@@ -3,6 +3,12 @@
 A ``Policy`` maps a batch of observations (rows = env x agent) to an action distribution and a value.
 The actor/policy workers only call ``act``; the trainer calls ``evaluate``. Both run the same module,
 so inline and remote inference share one code path.
+
+Recurrent policies (``recurrent = True``) also implement ``initial_state(rows)`` and the state-in,
+state-out form of ``distribution_and_value`` (see ``srl_lab.models.actor_critic``); the runtime then
+calls ``act(obs, state)`` one step at a time, keeps the returned state per row and sends it back with
+the next request. The initial state is all zeros: actors reset a row by zeroing its state, as the
+models and PPO do where an episode starts.
 """
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.distributions import Categorical, Distribution, Normal
+
+from srl_lab.api.tree import tree_map
 
 TensorObs = Any  # a tensor, or a dict of tensors for dict observation spaces
 
@@ -34,6 +42,10 @@ class MultiCategorical(Distribution):
 
     def entropy(self) -> torch.Tensor:
         return sum(p.entropy() for p in self.parts)
+
+    @property
+    def mode(self) -> torch.Tensor:
+        return torch.stack([p.mode for p in self.parts], dim=-1)
 
 
 class ActionHead(nn.Module):
@@ -85,6 +97,8 @@ class Policy(nn.Module):
     environment before anything starts.
     """
 
+    recurrent: bool = False  # True: state in, state out (module docstring)
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space):
         super().__init__()
         self.observation_space = observation_space
@@ -93,12 +107,25 @@ class Policy(nn.Module):
     def distribution_and_value(self, obs: TensorObs) -> tuple[Distribution, torch.Tensor]:
         raise NotImplementedError
 
+    def initial_state(self, batch_size: int) -> torch.Tensor:
+        """The (all-zero) state of ``batch_size`` rows that start an episode; recurrent policies only."""
+        raise TypeError(f"{type(self).__name__} is feed-forward and has no state")
+
     @torch.no_grad()
-    def act(self, obs: TensorObs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample actions for a batch: ``(actions, log_probs, values)``."""
-        dist, value = self.distribution_and_value(obs)
+    def act(self, obs: TensorObs, state: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """Sample actions for a batch of rows: ``(actions, log_probs, values)``.
+
+        A recurrent policy takes the rows' ``state`` (``initial_state(rows)`` for fresh episodes) and
+        returns ``(actions, log_probs, values, next_state)``: one step of its state-in, state-out form.
+        """
+        if state is None:
+            dist, value = self.distribution_and_value(obs)
+            actions = dist.sample()
+            return actions, dist.log_prob(actions), value
+        done = torch.zeros(1, state.shape[0], dtype=torch.bool, device=state.device)
+        dist, value, next_state = self.distribution_and_value(tree_map(lambda x: x.unsqueeze(0), obs), state, done)
         actions = dist.sample()
-        return actions, dist.log_prob(actions), value
+        return actions[0], dist.log_prob(actions)[0], value[0], next_state
 
     def evaluate(self, obs: TensorObs, actions: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

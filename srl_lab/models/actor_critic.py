@@ -14,8 +14,9 @@ Recurrent (``recurrent=True``) — state in, state out, over ``[T, B]`` chunks::
     # obs leaves [T, B, ...]; done [T, B] is True where obs[t] starts a new episode (the state is
     # zeroed before step t); dist and value are batched [T, B]; the returned state follows step T-1.
 
-The state stacks (actor, critic) x (h, c). The runtime calls ``act`` without a state, which only a
-feed-forward model supports.
+The state stacks (actor, critic) x (h, c). The runtime steps a recurrent model with
+``act(obs_rows, state)`` (``api.policy``), keeps the state per env-agent row and stores the state
+before each step in its fragments, which is what PPO's recurrent chunks start from.
 """
 from __future__ import annotations
 

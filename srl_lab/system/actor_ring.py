@@ -5,6 +5,13 @@ computes group i's batch meanwhile). Each group is a vectorised batch, so one in
 carries the whole group. Full fragments are handed to ``emit(builder, last_value)`` once the value
 after their last step is known. The Dask actor worker and the single-process baseline both drive
 this class, so they measure the same code.
+
+Recurrent policies: a reply that carries ``state`` makes the ring keep it per env-agent row, send it
+with the group's next request, zero it for rows whose episode ended (the env resets them in the same
+step), and store the state before every step in the fragment (``states``). The first request goes
+without a state (the policy starts from its all-zero initial state). Values of the final observations
+of truncated episodes are asked for with the rows' state before that reset. Feed-forward policies
+send and store no state.
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ from srl_lab.system.fragments import FragmentBuilder
 class Inference(Protocol):
     latency_s: float
 
-    def post(self, group: int, obs: Any) -> None: ...
+    def post(self, group: int, obs: Any, state: np.ndarray | None = None) -> None: ...
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Any: ...
 
@@ -35,6 +42,7 @@ class _Group:
         self.rows = env.num_envs * env.num_agents
         self.length = length
         self.obs: Any = None
+        self.state: np.ndarray | None = None  # recurrent policies: the rows' state that goes with obs
         self.builder = FragmentBuilder(length, self.rows)
         self.pending: FragmentBuilder | None = None  # full, waiting for the value after its last step
         self.trunc_rows: tuple[FragmentBuilder, int, np.ndarray] | None = None
@@ -78,8 +86,14 @@ class ActorRing:
             if not self.emit(group.pending, reply.values[:n]):
                 return False
             group.pending = None
+        state_after = getattr(reply, "state", None)
+        if state_after is not None:
+            state_after = state_after[:n]
+            if group.state is None:  # the first request went without: the initial state
+                group.state = np.zeros_like(state_after)
         b = group.builder
-        b.add_policy_step(group.obs, reply.actions[:n], reply.logp[:n], reply.values[:n], reply.version)
+        b.add_policy_step(group.obs, reply.actions[:n], reply.logp[:n], reply.values[:n], reply.version,
+                          group.state)
         result = group.env.step(reply.actions[:n].reshape(group.env.num_envs, n_agents, *reply.actions.shape[1:]))
         b.add_env_step(result.reward.reshape(n), np.repeat(result.terminated, n_agents),
                        np.repeat(result.truncated, n_agents))
@@ -89,15 +103,23 @@ class ActorRing:
         self.counters["episodes"] += len(result.episodes)
         self.counters["env_errors"] += result.env_errors
         group.obs = flatten_rows(result.obs, n)
-        request = group.obs
         truncated = np.repeat(result.truncated, n_agents)
+        if state_after is not None:  # rows whose episode ended start the next one from zero
+            group.state = state_after.copy()
+            group.state[np.repeat(result.terminated | result.truncated, n_agents)] = 0.0
+        request, request_state = group.obs, group.state
         if truncated.any():  # ask for V(final obs) in the same message, as extra rows
             rows = np.flatnonzero(truncated)
             group.trunc_rows = (b, b.steps - 1, rows)
             request = tree_concat([group.obs, obs_rows(flatten_rows(result.final_obs, n), rows)])
+            if state_after is not None:  # the final observation follows the state before the reset
+                request_state = np.concatenate([group.state, state_after[rows]])
         if b.full:
             group.pending, group.builder = b, FragmentBuilder(group.length, n)
-        self.inference.post(g, request)
+        if request_state is None:
+            self.inference.post(g, request)
+        else:
+            self.inference.post(g, request, request_state)
         return True
 
     def close(self) -> None:

@@ -3,6 +3,10 @@
 A fragment holds ``T`` consecutive steps of one env group (``B`` = envs x agents rows). It is sent
 once the value *after* its last step is known (the first inference of the next fragment), so the
 trainer can bootstrap without a second network pass.
+
+Fragments of a recurrent policy also carry ``states [T, B, ...]``: the policy state each row had
+before each step (zero where an episode began), which PPO's recurrent chunks start from. Fragments
+of feed-forward policies have no ``states`` key and cost nothing extra.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from srl_lab.api.tree import tree_concat, tree_first_leaf, tree_stack
 
 FRAGMENT_KEYS = ("obs", "actions", "logp", "values", "rewards", "terminated", "truncated",
                  "trunc_values", "versions", "last_value")
+STATE_KEY = "states"  # recurrent policies only
 
 
 class FragmentBuilder:
@@ -25,6 +30,7 @@ class FragmentBuilder:
         self.logp: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
         self.versions: list[int] = []
+        self.states: list[np.ndarray] = []
         self.rewards: list[np.ndarray] = []
         self.terminated: list[np.ndarray] = []
         self.truncated: list[np.ndarray] = []
@@ -41,7 +47,10 @@ class FragmentBuilder:
         return self.steps == self.length
 
     def add_policy_step(self, obs: Any, actions: np.ndarray, logp: np.ndarray, values: np.ndarray,
-                        version: int) -> None:
+                        version: int, state: np.ndarray | None = None) -> None:
+        """One step's inference; ``state`` is a recurrent policy's state before it (give it every step)."""
+        if state is not None:
+            self.states.append(state)
         self.obs.append(obs)
         self.actions.append(actions)
         self.logp.append(logp)
@@ -54,7 +63,7 @@ class FragmentBuilder:
         self.truncated.append(truncated)
 
     def arrays(self, last_value: np.ndarray) -> dict[str, Any]:
-        return {
+        out = {
             "obs": tree_stack(self.obs),
             "actions": np.stack(self.actions),
             "logp": np.stack(self.logp).astype(np.float32, copy=False),
@@ -66,12 +75,17 @@ class FragmentBuilder:
             "versions": np.asarray(self.versions, dtype=np.int64),
             "last_value": np.asarray(last_value, dtype=np.float32),
         }
+        if self.states:
+            out[STATE_KEY] = np.stack(self.states).astype(np.float32, copy=False)
+        return out
 
 
 def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
     """Why a decoded fragment is unusable, or None if it is well formed."""
-    if set(arrays) != set(FRAGMENT_KEYS):
-        return f"keys {sorted(arrays)} differ from {sorted(FRAGMENT_KEYS)}"
+    if set(arrays) - {STATE_KEY} != set(FRAGMENT_KEYS):
+        return f"keys {sorted(arrays)} differ from {sorted(FRAGMENT_KEYS)} (+ optional {STATE_KEY!r})"
+    if any(isinstance(v, dict) for k, v in arrays.items() if k != "obs"):
+        return "only obs may be a dict of arrays"
     rows = arrays["last_value"].shape
     if len(rows) != 1:
         return "last_value must be 1-D"
@@ -89,16 +103,26 @@ def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
         leaves += list(arrays["obs"].values())
     if any(leaf.shape[:2] != expect for leaf in leaves):
         return "obs/actions rows do not match"
-    for key in ("logp", "values", "rewards", "trunc_values", "last_value"):
+    finite = ["logp", "values", "rewards", "trunc_values", "last_value"]
+    if STATE_KEY in arrays:
+        states = arrays[STATE_KEY]
+        if states.shape[:2] != expect or states.dtype != np.float32:
+            return f"states must be float32 [{length}, {rows[0]}, ...], got {states.dtype} {states.shape}"
+        finite.append(STATE_KEY)
+    for key in finite:
         if not np.isfinite(arrays[key]).all():
             return f"{key} holds non-finite numbers"
     return None
 
 
 def batch_fragments(fragments: list[dict[str, Any]]) -> dict[str, Any]:
-    """Concatenate fragments along the row axis: ``[T, B1+B2+...]`` (``last_value`` along rows)."""
-    batch = {k: tree_concat([f[k] for f in fragments], axis=1)
-             for k in FRAGMENT_KEYS if k not in ("versions", "last_value")}
+    """Concatenate fragments along the row axis: ``[T, B1+B2+...]`` (``last_value`` along rows).
+
+    ``states`` is kept when every fragment has it (PPO refuses a recurrent batch without it)."""
+    keys = [k for k in FRAGMENT_KEYS if k not in ("versions", "last_value")]
+    if all(STATE_KEY in f for f in fragments):
+        keys.append(STATE_KEY)
+    batch = {k: tree_concat([f[k] for f in fragments], axis=1) for k in keys}
     batch["last_value"] = np.concatenate([f["last_value"] for f in fragments])
     batch["versions"] = np.concatenate(
         [np.repeat(f["versions"][:, None], f["last_value"].shape[0], axis=1) for f in fragments], axis=1)

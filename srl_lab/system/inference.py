@@ -3,6 +3,10 @@
 ``InlineInference`` runs the policy in the actor's own process (CPU; the right default on small
 machines); ``RemoteInference`` sends the rows to a policy worker over a DEALER socket and follows the
 policy worker to its replacement if it dies. The actor's ring loop is the same for both.
+
+Recurrent policies: a request may carry ``state`` (one row per observation row, the policy state
+before this step); without it every row starts from the initial state. The reply then carries the
+state after the step. Feed-forward policies send and receive no state.
 """
 from __future__ import annotations
 
@@ -11,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import torch
 import zmq
 
 from srl_lab.api.policy import Policy, obs_to_tensor
+from srl_lab.api.tree import tree_first_leaf
 from srl_lab.system import codec
 from srl_lab.system.control import ENDPOINT_REREAD_S, StopRequested
 from srl_lab.system.parameters import ParameterClient
@@ -28,11 +34,34 @@ class Reply:
     logp: np.ndarray  # [rows]
     values: np.ndarray  # [rows]
     version: int
+    state: np.ndarray | None = None  # [rows, ...] policy state after this step (recurrent policies)
 
 
 def run_policy(policy: Policy, obs, device: str = "cpu") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(actions, logp, values)`` of a feed-forward policy for rows of observations."""
     actions, logp, values = policy.act(obs_to_tensor(obs, device))
     return actions.cpu().numpy(), logp.cpu().numpy(), values.cpu().numpy()
+
+
+def state_shape(policy: Policy) -> tuple[int, ...] | None:
+    """The per-row state shape of a recurrent policy, None for a feed-forward one."""
+    return tuple(policy.initial_state(1).shape[1:]) if getattr(policy, "recurrent", False) else None
+
+
+def step_policy(policy: Policy, obs, state: np.ndarray | None, device: str = "cpu"
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(actions, logp, values, next_state)`` for rows; ``next_state`` is None for feed-forward policies.
+
+    A recurrent policy starts rows without a ``state`` from ``initial_state``; a feed-forward one
+    ignores ``state``.
+    """
+    if not getattr(policy, "recurrent", False):
+        return (*run_policy(policy, obs, device), None)
+    rows = len(tree_first_leaf(obs))
+    state_in = (policy.initial_state(rows) if state is None
+                else torch.as_tensor(np.asarray(state), dtype=torch.float32, device=device))
+    actions, logp, values, next_state = policy.act(obs_to_tensor(obs, device), state_in)
+    return actions.cpu().numpy(), logp.cpu().numpy(), values.cpu().numpy(), next_state.cpu().numpy()
 
 
 def parse_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Reply] | None:
@@ -45,7 +74,11 @@ def parse_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Re
         return None
     if parts[1].ndim != 1 or parts[2].ndim != 1 or not len(parts[0]) == len(parts[1]) == len(parts[2]):
         return None
-    return group, Reply(parts[0], parts[1], parts[2], version)
+    state = arrays.get("states")
+    if state is not None and (isinstance(state, dict) or state.ndim < 1 or len(state) != len(parts[0])
+                              or state.dtype.kind != "f"):
+        return None
+    return group, Reply(parts[0], parts[1], parts[2], version, state)
 
 
 class InlineInference:
@@ -65,11 +98,12 @@ class InlineInference:
     def reconnects(self) -> int:
         return self.params.reconnects
 
-    def post(self, group: int, obs) -> None:
+    def post(self, group: int, obs, state: np.ndarray | None = None) -> None:
         weights = self.params.poll()
         if weights is not None:
             self.policy.load_weights(weights)
-        self._replies[group] = Reply(*run_policy(self.policy, obs), self.params.version)
+        actions, logp, values, next_state = step_policy(self.policy, obs, state)
+        self._replies[group] = Reply(actions, logp, values, self.params.version, next_state)
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply | None:
         return self._replies.pop(group)
@@ -108,9 +142,10 @@ class RemoteInference:
     def rejected(self) -> int:
         return self._rejected_before + self.receiver.rejected
 
-    def post(self, group: int, obs) -> None:
+    def post(self, group: int, obs, state: np.ndarray | None = None) -> None:
         self._posted_at[group] = time.monotonic()
-        frames = codec.encode("infer", {"group": group}, {"obs": obs}, key=self.key)
+        arrays = {"obs": obs} if state is None else {"obs": obs, "states": state}
+        frames = codec.encode("infer", {"group": group}, arrays, key=self.key)
         self._requests[group] = frames
         self.sock.send_multipart(frames, copy=False)
 

@@ -3,27 +3,35 @@
 Requests that arrive while a batch is being computed wait in the socket; the next loop merges all
 of them (up to ``max_batch_rows`` rows) into one forward pass. Weights are refreshed from the
 parameter service between batches without ever blocking. A replacement policy worker publishes a new
-endpoint; actors notice it, reconnect and re-send what was unanswered.
+endpoint; actors notice it, reconnect and re-send what was unanswered. For a recurrent policy each
+request carries its rows' states (or none: initial state) and each reply the states after the step.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
+import numpy as np
 import zmq
 
+from srl_lab.api.policy import Policy
 from srl_lab.api.tree import tree_concat
 from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_env_group, make_policy
 from srl_lab.system import codec
 from srl_lab.system.control import StopRequested, WorkerContext, limit_threads
-from srl_lab.system.inference import run_policy
+from srl_lab.system.inference import state_shape, step_policy
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.streams import Receiver, bind
 
 
-def parse_infer(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Any, int] | None:
-    """``(group, obs, rows)`` of an ``infer`` request, None if malformed."""
+def parse_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple[int, ...] | None = None
+                ) -> tuple[int, Any, int, np.ndarray | None] | None:
+    """``(group, obs, rows, state)`` of an ``infer`` request, None if malformed.
+
+    ``state_shape`` is a recurrent policy's per-row state shape: a request's ``states`` must then be
+    float rows of that shape (or absent: initial state). Feed-forward policies ignore ``states``.
+    """
     group, obs = meta.get("group"), arrays.get("obs")
     if not isinstance(group, int) or obs is None:
         return None
@@ -33,7 +41,66 @@ def parse_infer(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Any,
     rows = len(leaves[0])
     if any(len(x) != rows for x in leaves):
         return None
-    return group, obs, rows
+    state = arrays.get("states") if state_shape is not None else None
+    if state is not None and (isinstance(state, dict) or state.shape != (rows, *state_shape)
+                              or state.dtype.kind != "f"):
+        return None
+    return group, obs, rows, state
+
+
+class BatchServer:
+    """The policy worker's loop body, free of Dask: merge pending requests, one forward pass, answer each."""
+
+    def __init__(self, policy: Policy, sock: zmq.Socket, key: bytes, device: str = "cpu", cap: int = 4096):
+        self.policy, self.sock, self.key, self.device, self.cap = policy, sock, key, device, cap
+        self.receiver = Receiver(sock, frozenset({"infer"}), key, routed=True)
+        self.state_shape = state_shape(policy)
+        self.busy_s = 0.0
+
+    def _gather(self, timeout_ms: int) -> tuple[list[tuple], int]:
+        requests, rows = [], 0
+        msg = self.receiver.recv(timeout_ms=timeout_ms)
+        while msg is not None:
+            identity, _, meta, arrays = msg
+            parsed = parse_infer(meta, arrays, self.state_shape)
+            if parsed is None:
+                self.receiver.rejected += 1
+            else:
+                requests.append((identity, *parsed))
+                rows += parsed[2]
+            msg = self.receiver.recv() if rows < self.cap else None
+        return requests, rows
+
+    def _states(self, requests: list[tuple]) -> np.ndarray | None:
+        """Every request's rows' states, the initial state where a request carried none."""
+        if self.state_shape is None or all(r[4] is None for r in requests):
+            return None
+        return np.concatenate([r[4] if r[4] is not None else self.policy.initial_state(r[3]).cpu().numpy()
+                               for r in requests]).astype(np.float32, copy=False)
+
+    def serve_once(self, version: int, timeout_ms: int = 100) -> int:
+        """Answer whatever arrived within ``timeout_ms`` (merged, capped); returns the rows served."""
+        requests, rows = self._gather(timeout_ms)
+        if not requests:
+            return 0
+        start = time.perf_counter()
+        try:
+            actions, logp, values, state = step_policy(self.policy, tree_concat([r[2] for r in requests]),
+                                                       self._states(requests), self.device)
+        except Exception:  # observations that do not fit the network: drop the batch, keep serving
+            self.receiver.rejected += len(requests)
+            return 0
+        self.busy_s += time.perf_counter() - start
+        offset = 0
+        for identity, group, _, k, _ in requests:
+            part = slice(offset, offset + k)
+            offset += k
+            arrays = {"actions": actions[part], "logp": logp[part], "values": values[part]}
+            if state is not None:
+                arrays["states"] = state[part]
+            reply = codec.encode("actions", {"group": group, "version": version}, arrays, key=self.key)
+            self.sock.send_multipart([identity, *reply], copy=False)
+        return rows
 
 
 def policy_worker(run_id: str, config: ExperimentConfig, index: int, secret: bytes) -> dict[str, Any]:
@@ -61,41 +128,16 @@ def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, inde
         raise StopRequested("params")
     policy.load_weights(weights)
     sock, endpoint = bind(zctx, zmq.ROUTER, f"policy-{ctx.run_id}-{index}")
-    receiver = Receiver(sock, frozenset({"infer"}), ctx.secret, routed=True)
+    server = BatchServer(policy, sock, ctx.secret, device, config.inference.max_batch_rows)
+    receiver = server.receiver
     ctx.publish_endpoint(f"policy-{index}", endpoint)
     ctx.running()
 
-    cap = config.inference.max_batch_rows
     counters = {"batches": 0, "rows": 0}
-    last_log, rows_at_log, busy_s = time.monotonic(), 0, 0.0
+    last_log, rows_at_log = time.monotonic(), 0
     while not ctx.should_stop():
-        requests, rows = [], 0
-        msg = receiver.recv(timeout_ms=100)
-        while msg is not None:
-            identity, _, meta, arrays = msg
-            parsed = parse_infer(meta, arrays)
-            if parsed is None:
-                receiver.rejected += 1
-            else:
-                requests.append((identity, *parsed))
-                rows += parsed[2]
-            msg = receiver.recv() if rows < cap else None
-        if requests:
-            start = time.perf_counter()
-            try:
-                actions, logp, values = run_policy(policy, tree_concat([r[2] for r in requests]), device)
-            except Exception:  # observations that do not fit the network: drop the batch, keep serving
-                receiver.rejected += len(requests)
-                continue
-            busy_s += time.perf_counter() - start
-            offset = 0
-            for identity, group, _, k in requests:
-                part = slice(offset, offset + k)
-                offset += k
-                reply = codec.encode("actions", {"group": group, "version": params.version},
-                                     {"actions": actions[part], "logp": logp[part], "values": values[part]},
-                                     key=ctx.secret)
-                sock.send_multipart([identity, *reply], copy=False)
+        rows = server.serve_once(params.version)
+        if rows:
             counters["batches"] += 1
             counters["rows"] += rows
         weights = params.poll()
@@ -105,9 +147,9 @@ def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, inde
         now = time.monotonic()
         if now - last_log >= config.metrics_interval_s:
             ctx.log(**counters, rows_per_s=(counters["rows"] - rows_at_log) / (now - last_log),
-                    busy_fraction=busy_s / (now - last_log), policy_version=params.version,
+                    busy_fraction=server.busy_s / (now - last_log), policy_version=params.version,
                     mean_batch_rows=counters["rows"] / max(1, counters["batches"]), rejected=receiver.rejected)
-            last_log, rows_at_log, busy_s = now, counters["rows"], 0.0
+            last_log, rows_at_log, server.busy_s = now, counters["rows"], 0.0
     params.close()
     sock.close(linger=0)
     ctx.log(**counters, state="stopped", rejected=receiver.rejected)
