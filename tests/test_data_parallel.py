@@ -1,6 +1,10 @@
 """Data-parallel trainers: two trainer workers learn one policy together and never drift apart."""
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 
 from srl_lab.config import ActorConfig, ConfigError, ExperimentConfig, InferenceConfig, TrainerConfig
@@ -43,3 +47,35 @@ def test_two_data_parallel_trainers_solve_cartpole_with_identical_weights(dask_c
     # Each rank consumed its own share, and the books close over both.
     assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
     assert result["checkpoint"] is not None
+
+
+def _worker(run, worker_id: str) -> dict:
+    return next(w for w in run.status()["workers"] if w["worker"] == worker_id)
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_a_killed_trainer_restarts_the_group_from_the_last_checkpoint(dask_client, tmp_path):
+    config = ExperimentConfig(
+        name="test-ddp-fault", actors=ActorConfig(workers=2, ring_size=1, envs_per_group=8, fragment_length=32),
+        trainer=TrainerConfig(trainers=2, batch_steps=1024, checkpoint_every_versions=3))
+    run = launch(config, client=dask_client, run_dir=str(tmp_path))
+    try:
+        _wait_for(lambda: run.status()["version"] >= 6 and _worker(run, "trainer-1")["pid"], 180, "training")
+        os.kill(_worker(run, "trainer-1")["pid"], signal.SIGKILL)
+        before = run.status()["version"]
+        _wait_for(lambda: all(_worker(run, f"trainer-{r}")["restarts"] >= 1 for r in (0, 1)), 120,
+                  "both ranks to restart")
+        _wait_for(lambda: run.status()["version"] >= before + 3, 180, "training after the restart")
+    finally:
+        result = run.stop()
+    rank0, rank1 = run.trainer_digests
+    assert rank0 == rank1 and len(rank0) >= 3  # the new incarnations agree after every step too
+    assert result["fragments_produced"] == (result["fragments_consumed"] + result["dropped_stale"]
+                                            + result["fragments_lost"]), result

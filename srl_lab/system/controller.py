@@ -42,7 +42,7 @@ from srl_lab.system.control import (
     request_checkpoint,
     stop_event_name,
 )
-from srl_lab.system.data_parallel import rendezvous_name
+from srl_lab.system.data_parallel import TrainerGroupBroken, rendezvous_name
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.policy_worker import policy_worker
 from srl_lab.system.sample_stream import account, ledger_key, sample_service
@@ -53,7 +53,8 @@ STOP_TIMEOUT_S = 120.0
 SUPERVISE_S = 1.0
 SPARE_WORKERS = 1  # idle processes in an embedded cluster, so a replacement starts at once
 SILENT_AFTER_S = 5.0  # status() calls a worker silent after this long without a heartbeat
-INFRASTRUCTURE_ERRORS = (KilledWorker, CommClosedError, FutureCancelledError, asyncio.CancelledError)
+INFRASTRUCTURE_ERRORS = (KilledWorker, CommClosedError, FutureCancelledError, asyncio.CancelledError,
+                         TrainerGroupBroken)
 
 
 def launch(config: ExperimentConfig, client: Client | str | None = None, run_dir: str | None = None,

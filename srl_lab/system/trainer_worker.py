@@ -23,12 +23,13 @@ from collections import Counter
 from typing import Any
 
 import cloudpickle
+import torch.distributed as dist
 import zmq
 
 from srl_lab.config import ExperimentConfig
 from srl_lab.system import checkpoints
 from srl_lab.system.control import WorkerContext, checkpoint_path_name, expected_fragments_name, limit_threads
-from srl_lab.system.data_parallel import TrainerGroup
+from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.learner import Learner
 from srl_lab.system.parameters import ParameterService
@@ -197,6 +198,12 @@ class Trainer(Learner):
         self.sock.close(linger=0)
 
 
+def _lost_peer(error: RuntimeError) -> bool:
+    """Whether a collective failed because a peer trainer went away (gloo/nccl report plain RuntimeErrors)."""
+    text = str(error).lower()
+    return isinstance(error, dist.DistError) or "gloo" in text or "nccl" in text
+
+
 def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, rank: int,
                    secret: bytes) -> dict[str, Any]:
     """Long-running Dask task: trains until told to stop, drains, returns counters and weights."""
@@ -241,6 +248,10 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, r
         if run_dir:
             result["checkpoint"] = trainer.checkpoint()
         return result
+    except RuntimeError as error:
+        if not _lost_peer(error):
+            raise
+        raise TrainerGroupBroken(f"trainer-{rank} lost a peer of its data-parallel group: {error}") from error
     finally:
         if trainer is not None:
             trainer.close()  # the parameter service thread first, then every socket
