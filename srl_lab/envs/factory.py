@@ -35,11 +35,29 @@ def make_env_group(config: "ExperimentConfig", num_envs: int, seed: int | None =
 
 def make_policy(config: "ExperimentConfig", observation_space: gym.Space, action_space: gym.Space
                 ) -> Policy:
-    if config.policy.factory is not None:
-        return config.policy.factory(observation_space, action_space)
-    from srl_lab.models.mlp import MLPPolicy
+    """The network of ``config.policy``; with ``mapping="per_team"`` one per team (``models.team``)."""
+    def build() -> Policy:
+        if config.policy.factory is not None:
+            return config.policy.factory(observation_space, action_space)
+        from srl_lab.models.mlp import MLPPolicy
 
-    return MLPPolicy(observation_space, action_space, tuple(config.policy.hidden))
+        return MLPPolicy(observation_space, action_space, tuple(config.policy.hidden))
+
+    if config.policy.mapping != "per_team":
+        return build()
+    from srl_lab.models.team import team_policies
+
+    probe = make_env_group(config, 1)
+    try:
+        agent_teams, team_of = getattr(probe, "agent_teams", None), getattr(probe, "team_of", None)
+        team_names = getattr(probe, "team_names", None)
+    finally:
+        probe.close()
+    if agent_teams is None or team_of is None:
+        raise ValueError(f"policy.mapping='per_team' needs an environment that names each agent's team "
+                         f"(agent_teams and team_of, as hide_and_seek_lite has); {type(probe).__name__} does not. "
+                         "Use policy.mapping='shared'")
+    return team_policies(build, agent_teams, team_of, team_names)
 
 
 def check_env_and_policy(config: "ExperimentConfig") -> None:

@@ -36,6 +36,7 @@ from srl_lab.envs.hide_and_seek.scene import (
     PLAY_AREA,
     RAMP_SIZE,
     SEEKER,
+    SELF_FEATURES,
     Agent,
     Box,
     Ramp,
@@ -64,6 +65,13 @@ def observation_space(layout: spec.Layout) -> gym.spaces.Dict:
 class HideAndSeekLite:
     """A batch of ``num_envs`` lite hide-and-seek worlds (an ``EnvGroup``; hiders first, then seekers)."""
 
+    team_names = ("hider", "seeker")  # agent_teams and team_of index these
+
+    @staticmethod
+    def team_of(obs: dict) -> np.ndarray:
+        """Team of observation rows (numpy or torch leaves): 0 hider, 1 seeker, from the is_hider flag."""
+        return (obs["observation_self"][..., SELF_FEATURES.index("is_hider")] < 0.5) * 1
+
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
                  seed: int | None = None, hider_spawn: str = "room") -> None:
@@ -81,6 +89,7 @@ class HideAndSeekLite:
         self.prep_steps = round(spec.PREP_FRACTION * self.horizon)
         self.num_envs = int(num_envs)
         self.num_agents = self.layout.n_agents
+        self.agent_teams = (HIDER,) * n_hiders + (SEEKER,) * n_seekers  # team of each agent
         self.observation_space = observation_space(self.layout)
         self.action_space = gym.spaces.MultiDiscrete(spec.ACTION_NVEC)
         self._area = PLAY_AREA[scenario]

@@ -20,7 +20,7 @@ from . import spec
 from .mujoco_episode import Episode
 from .mujoco_layout import generate
 from .mujoco_render import render_episode
-from .scene import Scene
+from .scene import HIDER, SEEKER, SELF_FEATURES, Scene
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,13 @@ class HideAndSeekMujoco:
     ``spec.EPISODE_STAT_KEYS`` plus ``return`` and ``length``.
     """
 
+    team_names = ("hider", "seeker")  # agent_teams and team_of index these
+
+    @staticmethod
+    def team_of(obs: dict) -> np.ndarray:
+        """Team of observation rows (numpy or torch leaves): 0 hider, 1 seeker, from the is_hider flag."""
+        return (obs["observation_self"][..., SELF_FEATURES.index("is_hider")] < 0.5) * 1
+
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
                  seed: int | None = None, hider_spawn: str = "room") -> None:
@@ -60,6 +67,7 @@ class HideAndSeekMujoco:
         self.horizon = spec.DEFAULT_HORIZON[scenario] if horizon is None else int(horizon)
         self.num_envs = int(num_envs)
         self.num_agents = self.layout.n_agents
+        self.agent_teams = (HIDER,) * n_hiders + (SEEKER,) * n_seekers  # team of each agent
         self.observation_space = observation_space(self.layout)
         self.action_space = gym.spaces.MultiDiscrete(spec.ACTION_NVEC)
         self._seed = seed
