@@ -1,7 +1,7 @@
 """Recurrent PPO in one process: rollouts that store the policy state of every step, PPO on chunks.
 
-The runtime does not carry policy states yet; this loop trains recurrent models meanwhile (and
-feed-forward ones, for comparison). ``Rollout.collect`` builds the actors' ``Batch`` plus
+A compact loop for experimenting with recurrent models without a cluster (the runtime's actors
+carry policy states too; see ``system.actor_ring``). ``Rollout.collect`` builds the actors' ``Batch`` plus
 ``states [T, B, ...]``, the state *before* each step (already zeroed where an episode began), so
 ``PPO.train`` cuts it into ``chunk_length`` chunks and replays ``burn_in`` steps before each.
 """

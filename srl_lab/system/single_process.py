@@ -12,7 +12,7 @@ from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_env_group
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.fragments import FragmentBuilder
-from srl_lab.system.inference import Reply, run_policy
+from srl_lab.system.inference import Reply, step_policy
 from srl_lab.system.learner import Learner
 
 
@@ -25,8 +25,9 @@ class _SharedPolicyInference:
         self.learner = learner
         self._replies: dict[int, Reply] = {}
 
-    def post(self, group: int, obs: Any) -> None:
-        self._replies[group] = Reply(*run_policy(self.learner.policy, obs), self.learner.version)
+    def post(self, group: int, obs: Any, state: np.ndarray | None = None) -> None:
+        actions, logp, values, next_state = step_policy(self.learner.policy, obs, state)
+        self._replies[group] = Reply(actions, logp, values, self.learner.version, next_state)
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply:
         return self._replies.pop(group)
