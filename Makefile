@@ -21,6 +21,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/cartpole_throughput.py
 	$(PY) benchmarks/hide_and_seek_env.py
 	$(PY) benchmarks/pendulum.py
+	$(PY) benchmarks/scaling.py
 
 # Long runs, not in CI: 20 minutes of hide-and-seek learning; 10 minutes of fault injection.
 bench-long: $(STAMP)
