@@ -11,11 +11,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mujoco,lab,cluster]'
 	touch $(STAMP)
 
+# The showcase: hide-and-seek on the embedded cluster for MINUTES (`make demo MINUTES=30` for longer);
+# `python -m srl_lab.demo` is the one-minute CartPole check.
+MINUTES ?= 3
 demo: $(STAMP)
-	$(PY) -m srl_lab.demo
+	$(PY) recipes/hide_and_seek.py --minutes $(MINUTES)
 
 test: $(STAMP) chromium
-	$(VENV)/bin/pytest -q -ra
+	$(VENV)/bin/pytest -q -ra --durations=15
 
 bench: $(STAMP)
 	$(PY) benchmarks/cartpole_throughput.py

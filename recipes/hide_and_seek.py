@@ -17,15 +17,22 @@ from srl_lab.models.entity_attention import EntityAttentionPolicy
 
 
 def hide_and_seek_config(hiders: int = 1, seekers: int = 1, actors: int = 1, scenario: str = "quadrant",
-                         envs_per_group: int = 32, hidden: int = 128, embed: int = 64) -> ExperimentConfig:
-    """A config sized for a small CPU machine; scale ``actors``/sizes up on a cluster."""
+                         envs_per_group: int = 32, hidden: int = 128, embed: int = 64,
+                         hider_spawn: str = "room", mapping: str = "shared") -> ExperimentConfig:
+    """A config sized for a small CPU machine; scale ``actors``/sizes up on a cluster.
+
+    ``hider_spawn``: quadrant hiders start in the room (the original's default) or ``"anywhere"``.
+    ``mapping``: one network shared by both teams (it reads the hider flag) or one per team.
+    """
     return ExperimentConfig(
         name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
         env=EnvConfig(id="hide_and_seek_lite",
-                      kwargs={"scenario": scenario, "n_hiders": hiders, "n_seekers": seekers}),
+                      kwargs={"scenario": scenario, "n_hiders": hiders, "n_seekers": seekers,
+                              "hider_spawn": hider_spawn}),
         actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=envs_per_group, fragment_length=40),
         inference=InferenceConfig(mode="inline"),
-        policy=PolicyConfig(factory=functools.partial(EntityAttentionPolicy, hidden=hidden, embed=embed)),
+        policy=PolicyConfig(factory=functools.partial(EntityAttentionPolicy, hidden=hidden, embed=embed),
+                            mapping=mapping),
         # A short receive buffer: a trainer slower than the actors holds them back instead of
         # queueing fragments that would be dropped as stale by the time it reached them.
         trainer=TrainerConfig(batch_steps=8192, max_version_lag=2, buffer_fragments=4),
@@ -45,11 +52,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--hiders", type=int, default=1)
     parser.add_argument("--seekers", type=int, default=1)
     parser.add_argument("--scenario", default="quadrant", choices=["quadrant", "randomwalls"])
+    parser.add_argument("--hider-spawn", default="room", choices=["room", "anywhere"],
+                        help="quadrant: hiders start in the room, or anywhere")
+    parser.add_argument("--mapping", default="shared", choices=["shared", "per_team"],
+                        help="one network for both teams, or one per team")
+    parser.add_argument("--hidden", type=int, default=128, help="width of the dense layer before the heads")
+    parser.add_argument("--embed", type=int, default=64, help="entity embedding width")
     args = parser.parse_args(argv)
 
     from srl_lab.system.controller import launch
 
-    config = hide_and_seek_config(args.hiders, args.seekers, args.actors, args.scenario)
+    config = hide_and_seek_config(args.hiders, args.seekers, args.actors, args.scenario, hidden=args.hidden,
+                                  embed=args.embed, hider_spawn=args.hider_spawn, mapping=args.mapping)
     run = launch(config, client=args.scheduler, run_dir=args.run_dir)
     print(f"run directory: {run.run_dir}\nDask dashboard: {run.client.dashboard_link}")
     try:
