@@ -9,6 +9,7 @@ returns, the fraction of play steps hidden and the box/ramp move and lock statis
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 
 from srl_lab.config import (ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig,
@@ -43,6 +44,28 @@ def hide_and_seek_config(hiders: int = 1, seekers: int = 1, actors: int = 1, sce
     )
 
 
+def override(section, assignments: list[str], parser: argparse.ArgumentParser):
+    """A copy of a config dataclass with ``FIELD=VALUE`` assignments applied (values typed like the field)."""
+    fields = {f.name for f in dataclasses.fields(section)}
+    changes = {}
+    for assignment in assignments:
+        name, _, text = assignment.partition("=")
+        if name not in fields or not text:
+            parser.error(f"--ppo {assignment!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
+        changes[name] = _typed(text, getattr(section, name))
+    return dataclasses.replace(section, **changes)
+
+
+def _typed(text: str, current):
+    """``text`` as the type of the field's current value (a number when the field is None)."""
+    if isinstance(current, bool):
+        return text.lower() in ("1", "true", "yes")
+    if isinstance(current, (int, float)) or current is None:
+        number = float(text)
+        return int(number) if isinstance(current, int) or (current is None and number.is_integer()) else number
+    return text
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (default: embedded cluster)")
@@ -58,12 +81,15 @@ def main(argv: list[str] | None = None) -> dict:
                         help="one network for both teams, or one per team")
     parser.add_argument("--hidden", type=int, default=128, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=64, help="entity embedding width")
+    parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a PPOConfig field, e.g. --ppo epochs=2 --ppo lr=5e-4 (repeatable)")
     args = parser.parse_args(argv)
 
     from srl_lab.system.controller import launch
 
     config = hide_and_seek_config(args.hiders, args.seekers, args.actors, args.scenario, hidden=args.hidden,
                                   embed=args.embed, hider_spawn=args.hider_spawn, mapping=args.mapping)
+    config.ppo = override(config.ppo, args.ppo, parser)
     run = launch(config, client=args.scheduler, run_dir=args.run_dir)
     print(f"run directory: {run.run_dir}\nDask dashboard: {run.client.dashboard_link}")
     try:

@@ -42,7 +42,7 @@ from srl_lab.system.control import (
     request_checkpoint,
     stop_event_name,
 )
-from srl_lab.system.data_parallel import TrainerGroupBroken, rendezvous_name
+from srl_lab.system.data_parallel import rendezvous_name
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.policy_worker import policy_worker
 from srl_lab.system.sample_stream import account, ledger_key, sample_service
@@ -53,8 +53,7 @@ STOP_TIMEOUT_S = 120.0
 SUPERVISE_S = 1.0
 SPARE_WORKERS = 1  # idle processes in an embedded cluster, so a replacement starts at once
 SILENT_AFTER_S = 5.0  # status() calls a worker silent after this long without a heartbeat
-INFRASTRUCTURE_ERRORS = (KilledWorker, CommClosedError, FutureCancelledError, asyncio.CancelledError,
-                         TrainerGroupBroken)
+INFRASTRUCTURE_ERRORS = (KilledWorker, CommClosedError, FutureCancelledError, asyncio.CancelledError)
 
 
 def launch(config: ExperimentConfig, client: Client | str | None = None, run_dir: str | None = None,
@@ -435,13 +434,23 @@ class Run:
                     raise RuntimeError(f"SRL worker {worker_id} failed: {error!r}") from error
 
     def _abort_if_failed(self) -> None:
-        """A failed worker makes a graceful drain impossible: cancel the rest and say why."""
+        """A failed worker makes a graceful drain impossible: cancel the rest and say why.
+
+        Cancelling does not stop a task's thread (e.g. a trainer blocked meeting a dead peer), and
+        the scheduler would hand its slot to the next run while it still runs: the processes that
+        run this run's tasks are restarted, which ends them for sure.
+        """
         try:
             self._raise_if_failed()
         except RuntimeError as error:
             self._closed.set()
             with self._lock:
-                self.client.cancel(list(self._slots().values()), force=True)
+                futures = list(self._slots().values())
+                keys = {f.key for f in futures}
+                running = [address for address, tasks in self.client.processing().items() if keys & set(tasks)]
+                self.client.cancel(futures, force=True)
+            if running:
+                self.client.restart_workers(running, raise_for_error=False)
             self.result = {"error": str(error), "seconds": time.time() - self.started}
             self._finish()
             raise

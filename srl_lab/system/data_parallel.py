@@ -29,15 +29,13 @@ from srl_lab.system.control import StopRequested, WorkerContext
 from srl_lab.system.streams import host_ip
 
 RENDEZVOUS_POLL_S = 0.2
-JOIN_TIMEOUT_S = 30.0  # a rank that cannot join rank 0's store this fast re-reads the address
 
 
 class TrainerGroupBroken(RuntimeError):
-    """A data-parallel trainer lost a peer mid-collective.
+    """A data-parallel trainer lost a peer mid-collective: the run stops with this error.
 
-    The controller treats it like a lost process: the trainer is resubmitted, and since every
-    surviving rank raises it too, the whole group restarts, meets again and continues from the
-    newest checkpoint.
+    The group is not rebuilt in place; ``Run.resume(run_dir)`` continues from the newest checkpoint
+    (which holds every rank's books).
     """
 
 
@@ -68,42 +66,27 @@ class TrainerGroup:
         backend = "cpu:gloo,cuda:nccl" if cuda else "gloo"
         timeout = datetime.timedelta(seconds=timeout_s)
         variable = Variable(rendezvous_name(ctx.run_id))
-        join = datetime.timedelta(seconds=JOIN_TIMEOUT_S)
         if rank == 0:
-            self.store = dist.TCPStore(ip, 0, world, is_master=True, timeout=join, wait_for_workers=False)
+            self.store = dist.TCPStore(ip, 0, world, is_master=True, timeout=timeout, wait_for_workers=False)
             variable.set({"host": ip, "port": self.store.port, "inc": ctx.incarnation})
             dist.init_process_group(backend, store=self.store, rank=rank, world_size=world, timeout=timeout)
         else:
             self._join(ctx, variable, backend, timeout)
 
     def _join(self, ctx: WorkerContext, variable: Any, backend: str, timeout: datetime.timedelta) -> None:
-        """Join rank 0's store; an address left by a rank 0 that has since died is skipped and re-read.
-
-        After a trainer dies, every rank restarts (see ``TrainerGroupBroken``); until the new rank 0
-        publishes, the variable may still name the old one, whose store is gone or never completes.
-        """
-        stale: set[int] = set()
+        """Join rank 0's store once its address is published; heart-beats and honours stop meanwhile."""
         while True:
-            address = self._read(variable)
-            if address and address["inc"] not in stale:
-                try:
-                    self.store = dist.TCPStore(address["host"], address["port"], self.world, is_master=False,
-                                               timeout=datetime.timedelta(seconds=JOIN_TIMEOUT_S))
-                    dist.init_process_group(backend, store=self.store, rank=self.rank, world_size=self.world,
-                                            timeout=timeout)
-                    return
-                except (RuntimeError, dist.DistError):
-                    stale.add(address["inc"])
+            try:
+                address = variable.get(timeout=1.0)
+            except TimeoutError:
+                address = None
+            if address:
+                break
             if ctx.should_stop():
                 raise StopRequested("trainer-0 rendezvous")
             time.sleep(RENDEZVOUS_POLL_S)
-
-    @staticmethod
-    def _read(variable: Any) -> dict[str, Any] | None:
-        try:
-            return variable.get(timeout=1.0)
-        except TimeoutError:
-            return None
+        self.store = dist.TCPStore(address["host"], address["port"], self.world, is_master=False, timeout=timeout)
+        dist.init_process_group(backend, store=self.store, rank=self.rank, world_size=self.world, timeout=timeout)
 
     # ------------------------------------------------------------ agreement
     def agree(self, ready: bool, stop: bool, checkpoint: bool) -> tuple[bool, bool, bool]:
@@ -181,7 +164,7 @@ class TrainerGroup:
         self.digests.append((version, digest))
 
     def close(self) -> None:
-        """Leave the group and shut rank 0's store, so restarted peers do not find a half-dead one."""
+        """Leave the group and drop rank 0's store."""
         if dist.is_initialized():
             dist.destroy_process_group()
         self.store = None

@@ -251,7 +251,8 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, r
     except RuntimeError as error:
         if not _lost_peer(error):
             raise
-        raise TrainerGroupBroken(f"trainer-{rank} lost a peer of its data-parallel group: {error}") from error
+        raise TrainerGroupBroken(f"trainer-{rank} lost a peer of its data-parallel group ({error}); stop the run "
+                                 "and continue it with Run.resume(run_dir)") from error
     finally:
         if trainer is not None:
             trainer.close()  # the parameter service thread first, then every socket
