@@ -26,12 +26,13 @@ def test_trainer_count_must_be_positive():
 
 
 @pytest.mark.slow
-def test_two_data_parallel_trainers_solve_cartpole_with_identical_weights(dask_client, tmp_path):
+def test_two_data_parallel_trainers_solve_cartpole_with_identical_weights(tmp_path):
+    """On its own embedded cluster: processes that hosted a trainer group are not reused by other tests."""
     config = ExperimentConfig(
         name="test-ddp", actors=ActorConfig(workers=2, ring_size=2, envs_per_group=8, fragment_length=64),
         inference=InferenceConfig(mode="inline"),
         trainer=TrainerConfig(trainers=2, batch_steps=4096, checkpoint_every_versions=20))
-    run = launch(config, client=dask_client, run_dir=str(tmp_path))
+    run = launch(config, run_dir=str(tmp_path))
     try:
         status = run.wait(target_return=SOLVED, seconds=420, progress=False)
         roles = sorted(w["worker"] for w in status["workers"] if w["role"] == "trainer")
