@@ -39,6 +39,16 @@ from srl_lab.system.supervisor import Supervisor
 RING = 2
 
 
+@pytest.fixture(scope="module")
+def dask_client():
+    """A cluster of its own: these tests kill processes and need the spares no other test has touched."""
+    local = clusters.local(n_workers=5, dashboard_address=None)
+    client = Client(local)
+    yield client
+    client.close()
+    local.close()
+
+
 def config(mode: str = "inline", actors: int = 2, **trainer) -> ExperimentConfig:
     return ExperimentConfig(
         name=f"faults-{mode}", actors=ActorConfig(workers=actors, ring_size=RING, envs_per_group=8,
