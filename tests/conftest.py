@@ -6,16 +6,9 @@ test is replaced at once while the nanny restarts its process.
 from __future__ import annotations
 
 import pytest
-
-from srl_lab import cluster as clusters
+from runs import local_client
 
 
 @pytest.fixture(scope="session")
 def dask_client():
-    from distributed import Client
-
-    local = clusters.local(n_workers=5, dashboard_address=None)
-    client = Client(local)
-    yield client
-    client.close()
-    local.close()
+    yield from local_client()

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from srl_lab import cluster as clusters
 from srl_lab.config import ExperimentConfig
 from srl_lab.system.controller import Run, launch
 
@@ -24,3 +26,14 @@ def train_until_version(config: ExperimentConfig, client: Any, run_dir: str, ver
     assert result["version"] >= version, result
     assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
     return run
+
+
+def local_client() -> Iterator[Any]:
+    """A client of a fresh 5-process LocalCluster (the largest topology under test plus a spare)."""
+    from distributed import Client
+
+    local = clusters.local(n_workers=5, dashboard_address=None)
+    client = Client(local)
+    yield client
+    client.close()
+    local.close()

@@ -32,6 +32,7 @@ from srl_lab.config import (
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system import checkpoints, codec
 from srl_lab.system.controller import Run, launch
+from runs import local_client
 from srl_lab.system.sample_stream import Ledger, SampleSender, account
 from srl_lab.system.streams import FixedEndpoint, bind
 from srl_lab.system.supervisor import Supervisor
@@ -42,11 +43,7 @@ RING = 2
 @pytest.fixture(scope="module")
 def dask_client():
     """A cluster of its own: these tests kill processes and need the spares no other test has touched."""
-    local = clusters.local(n_workers=5, dashboard_address=None)
-    client = Client(local)
-    yield client
-    client.close()
-    local.close()
+    yield from local_client()
 
 
 def config(mode: str = "inline", actors: int = 2, **trainer) -> ExperimentConfig:
