@@ -13,6 +13,15 @@ default: when they start in the room, a random hider is already hidden on ~93 % 
 against a random seeker, which leaves a trained hider at most ~7 points to gain. The room-start
 random baseline is reported next to the result either way.
 
+Training opponents (``--random-opponents``, default 0.5): in that fraction of the envs one team
+plays uniform random actions and the policy trains only on the other team there (half of those envs
+train the hider, half the seeker); the rest is self-play. Self-play alone learns to beat the
+*current* opponent, which specialises: a seeker trained only against hiders that run for the room
+does poorly against hiders that stay where they spawn. Keeping the random policy in the opponent
+pool (as league training keeps old and scripted opponents) trains the skills the evaluation asks
+for. ``--random-opponents 0`` is pure self-play. The evaluation itself always uses fresh seeds-fixed
+random opponents, never the training envs.
+
 The last stdout line is one JSON object.
 """
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import time
 
@@ -35,6 +45,11 @@ def _recipe():
     return module
 
 
+def _number(value: float) -> float | None:
+    """JSON has no NaN: a statistic with no episodes behind it is null."""
+    return None if math.isnan(value) else value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=20.0)
@@ -44,12 +59,18 @@ def main() -> None:
     parser.add_argument("--mapping", default="shared", choices=["shared", "per_team"])
     parser.add_argument("--hidden", type=int, default=64, help="smaller than the recipe's default: more updates")
     parser.add_argument("--embed", type=int, default=32)
+    parser.add_argument("--random-opponents", type=float, default=0.5, metavar="FRACTION")
+    parser.add_argument("--ppo", action="append", default=None, metavar="FIELD=VALUE",
+                        help="PPOConfig overrides (default: epochs=2, more updates per minute)")
     args = parser.parse_args()
+    ppo = ["epochs=2"] if args.ppo is None else args.ppo
 
     recipe = _recipe()
     result = recipe.main(["--minutes", str(args.minutes), "--run-dir", args.run_dir,
                           "--hider-spawn", args.hider_spawn, "--mapping", args.mapping,
-                          "--hidden", str(args.hidden), "--embed", str(args.embed)])
+                          "--hidden", str(args.hidden), "--embed", str(args.embed),
+                          "--random-opponents", str(args.random_opponents),
+                          *(arg for assignment in ppo for arg in ("--ppo", assignment))])
     run = result.pop("run")
     probe = make_env_group(run.config, 1)
     policy = make_policy(run.config, probe.observation_space, probe.action_space)
@@ -67,7 +88,10 @@ def main() -> None:
         "episodes_per_arm": args.episodes,
         "hidden_fraction": {"random_vs_random": random_hidden, "trained_seeker": seeker_hidden,
                             "trained_hider": hider_hidden, "random_vs_random_room_start": room_start_random},
+        "training_last_100_episodes": {key: _number(run.metrics.mean_return(100, key)) for key in (
+            "hidden_fraction", "hidden_fraction_vs_random_seeker", "hidden_fraction_vs_random_hider")},
         "hider_spawn": args.hider_spawn, "mapping": args.mapping, "hidden": args.hidden, "embed": args.embed,
+        "random_opponents": args.random_opponents, "ppo_overrides": ppo,
         "env_steps_trained": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
         "run_dir": run.run_dir,
     }))

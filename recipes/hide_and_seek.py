@@ -19,17 +19,20 @@ from srl_lab.models.entity_attention import EntityAttentionPolicy
 
 def hide_and_seek_config(hiders: int = 1, seekers: int = 1, actors: int = 1, scenario: str = "quadrant",
                          envs_per_group: int = 32, hidden: int = 128, embed: int = 64,
-                         hider_spawn: str = "room", mapping: str = "shared") -> ExperimentConfig:
+                         hider_spawn: str = "room", mapping: str = "shared",
+                         random_opponents: float = 0.0) -> ExperimentConfig:
     """A config sized for a small CPU machine; scale ``actors``/sizes up on a cluster.
 
     ``hider_spawn``: quadrant hiders start in the room (the original's default) or ``"anywhere"``.
     ``mapping``: one network shared by both teams (it reads the hider flag) or one per team.
+    ``random_opponents``: fraction of envs where one team plays uniform random actions (the rest is
+    self-play); the policy trains only on the team it plays there.
     """
     return ExperimentConfig(
         name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
         env=EnvConfig(id="hide_and_seek_lite",
                       kwargs={"scenario": scenario, "n_hiders": hiders, "n_seekers": seekers,
-                              "hider_spawn": hider_spawn}),
+                              "hider_spawn": hider_spawn, "random_opponents": random_opponents}),
         actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=envs_per_group, fragment_length=40),
         inference=InferenceConfig(mode="inline"),
         policy=PolicyConfig(factory=functools.partial(EntityAttentionPolicy, hidden=hidden, embed=embed),
@@ -79,6 +82,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="quadrant: hiders start in the room, or anywhere")
     parser.add_argument("--mapping", default="shared", choices=["shared", "per_team"],
                         help="one network for both teams, or one per team")
+    parser.add_argument("--random-opponents", type=float, default=0.0, metavar="FRACTION",
+                        help="fraction of envs in which one team plays randomly (the rest is self-play)")
     parser.add_argument("--hidden", type=int, default=128, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=64, help="entity embedding width")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
@@ -88,7 +93,8 @@ def main(argv: list[str] | None = None) -> dict:
     from srl_lab.system.controller import launch
 
     config = hide_and_seek_config(args.hiders, args.seekers, args.actors, args.scenario, hidden=args.hidden,
-                                  embed=args.embed, hider_spawn=args.hider_spawn, mapping=args.mapping)
+                                  embed=args.embed, hider_spawn=args.hider_spawn, mapping=args.mapping,
+                                  random_opponents=args.random_opponents)
     config.ppo = override(config.ppo, args.ppo, parser)
     run = launch(config, client=args.scheduler, run_dir=args.run_dir)
     print(f"run directory: {run.run_dir}\nDask dashboard: {run.client.dashboard_link}")

@@ -14,7 +14,8 @@ from srl_lab.system.metrics import MetricsLog, smooth  # noqa: E402
 EPISODE_PANELS = [
     ("return", ("return",)),
     ("team returns", ("hider_return", "seeker_return")),
-    ("fraction of play steps hidden", ("hidden_fraction",)),
+    ("fraction of play steps hidden", ("hidden_fraction", "hidden_fraction_vs_random_seeker",
+                                       "hidden_fraction_vs_random_hider")),
     ("box statistics", ("max_box_move_prep", "max_box_move", "num_box_lock_prep", "num_box_lock")),
     ("ramp statistics", ("max_ramp_move_prep", "max_ramp_move", "num_ramp_lock_prep", "num_ramp_lock")),
 ]

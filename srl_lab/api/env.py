@@ -7,6 +7,11 @@ together so one message carries the whole group. Every array has leading axes
 Episodes reset *in the same step* that ends them: ``StepResult.obs`` already holds the first
 observation of the next episode for those envs, and ``StepResult.final_obs`` keeps the last
 observation of the finished one, so a learner can bootstrap truncated episodes.
+
+Optional attribute ``trained_rows``: flat row indices (``env * num_agents + agent``) of the agents
+the policy really plays. An env that drives some agents itself (scripted or random opponents)
+ignores the actions given for the other rows, so the runtime sends only ``trained_rows`` to the
+trainer. Absent or ``None``: every row trains.
 """
 from __future__ import annotations
 

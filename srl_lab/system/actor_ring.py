@@ -43,9 +43,13 @@ class _Group:
         self.length = length
         self.obs: Any = None
         self.state: np.ndarray | None = None  # recurrent policies: the rows' state that goes with obs
-        self.builder = FragmentBuilder(length, self.rows)
+        self.trained_rows = getattr(env, "trained_rows", None)  # None: every row trains
+        self.builder = self.new_builder()
         self.pending: FragmentBuilder | None = None  # full, waiting for the value after its last step
         self.trunc_rows: tuple[FragmentBuilder, int, np.ndarray] | None = None
+
+    def new_builder(self) -> FragmentBuilder:
+        return FragmentBuilder(self.length, self.rows, self.trained_rows)
 
 
 def flatten_rows(obs: Any, n: int) -> Any:
@@ -115,7 +119,7 @@ class ActorRing:
             if state_after is not None:  # the final observation follows the state before the reset
                 request_state = np.concatenate([group.state, state_after[rows]])
         if b.full:
-            group.pending, group.builder = b, FragmentBuilder(group.length, n)
+            group.pending, group.builder = b, group.new_builder()
         if request_state is None:
             self.inference.post(g, request)
         else:

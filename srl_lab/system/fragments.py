@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from srl_lab.api.tree import tree_concat, tree_first_leaf, tree_stack
+from srl_lab.api.tree import tree_concat, tree_first_leaf, tree_map, tree_stack
 
 FRAGMENT_KEYS = ("obs", "actions", "logp", "values", "rewards", "terminated", "truncated",
                  "trunc_values", "versions", "last_value")
@@ -22,9 +22,16 @@ STATE_KEY = "states"  # recurrent policies only
 
 
 class FragmentBuilder:
-    def __init__(self, length: int, rows: int):
+    """Collects one fragment step by step; ``keep`` (row indices) limits what ``arrays`` sends.
+
+    Rows outside ``keep`` are played by the environment's own opponents (``EnvGroup.trained_rows``):
+    the policy acts for them too, but the env ignores those actions, so they must not be trained on.
+    """
+
+    def __init__(self, length: int, rows: int, keep: np.ndarray | None = None):
         self.length = length
         self.rows = rows
+        self.keep = keep
         self.obs: list[Any] = []
         self.actions: list[np.ndarray] = []
         self.logp: list[np.ndarray] = []
@@ -77,6 +84,10 @@ class FragmentBuilder:
         }
         if self.states:
             out[STATE_KEY] = np.stack(self.states).astype(np.float32, copy=False)
+        if self.keep is not None:
+            keep = self.keep
+            out = {key: value if key == "versions" else value[keep] if key == "last_value"
+                   else tree_map(lambda x: x[:, keep], value) for key, value in out.items()}
         return out
 
 

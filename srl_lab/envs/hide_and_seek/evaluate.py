@@ -21,7 +21,8 @@ Team = Literal["hider", "seeker"]
 def hidden_fraction(policy: Policy | None, trained_team: Team | None, episodes: int, seed: int = 0,
                     num_envs: int = 64, **env_kwargs) -> float:
     """Mean ``hidden_fraction`` over ``episodes`` episodes; ``policy=None`` plays both teams randomly."""
-    env = HideAndSeekLite(num_envs, seed=seed, **env_kwargs)
+    # This function decides who plays randomly: a training-time opponent mix does not apply.
+    env = HideAndSeekLite(num_envs, seed=seed, **{**env_kwargs, "random_opponents": 0.0})
     n_hiders, n_agents = env.layout.n_hiders, env.num_agents
     team_rows = slice(0, n_hiders) if trained_team == "hider" else slice(n_hiders, n_agents)
     rng = np.random.default_rng(seed)

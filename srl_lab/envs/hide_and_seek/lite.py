@@ -63,7 +63,11 @@ def observation_space(layout: spec.Layout) -> gym.spaces.Dict:
 
 
 class HideAndSeekLite:
-    """A batch of ``num_envs`` lite hide-and-seek worlds (an ``EnvGroup``; hiders first, then seekers)."""
+    """A batch of ``num_envs`` lite hide-and-seek worlds (an ``EnvGroup``; hiders first, then seekers).
+
+    ``random_opponents``: the fraction of envs in which one team plays uniform random actions (an
+    opponent pool with the random policy in it, next to self-play); see ``_init_random_opponents``.
+    """
 
     team_names = ("hider", "seeker")  # agent_teams and team_of index these
 
@@ -74,7 +78,7 @@ class HideAndSeekLite:
 
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
-                 seed: int | None = None, hider_spawn: str = "room") -> None:
+                 seed: int | None = None, hider_spawn: str = "room", random_opponents: float = 0.0) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of {sorted(SCENARIOS)}")
         spec.check_hider_spawn(hider_spawn)
@@ -109,6 +113,7 @@ class HideAndSeekLite:
         self._start = np.zeros((n, o, 2))
         self._rng = np.random.default_rng(seed)
         self._needs_reset = True
+        self._init_random_opponents(random_opponents, seed)
 
     # --- EnvGroup -------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
@@ -129,6 +134,10 @@ class HideAndSeekLite:
         if self._needs_reset:
             self.reset()
         actions = self._check_actions(actions)
+        if self.trained_rows is not None:
+            nvec = np.asarray(spec.ACTION_NVEC)
+            random_actions = (self._opponent_rng.random(actions.shape) * nvec).astype(np.int64)
+            actions = np.where(self._random_rows[..., None], random_actions, actions)
         n = self.num_envs
         reward = np.zeros((n, self.num_agents), np.float32)
         done = np.zeros(n, np.bool_)
@@ -144,8 +153,7 @@ class HideAndSeekLite:
         if ended.size:
             final_obs = obs
             obs = {k: v.copy() for k, v in obs.items()}
-            keys = (*spec.EPISODE_STAT_KEYS, "return", "length")
-            episodes = [dict(zip(keys, map(float, stats[e]))) for e in ended]
+            episodes = [self._episode_stats(e, stats[e]) for e in ended]
             self._reset_rows(ended, obs)
         return StepResult(obs, reward, np.zeros(n, np.bool_), done, final_obs, episodes)
 
@@ -214,6 +222,29 @@ class HideAndSeekLite:
                             room=room)
 
     # --- internals ------------------------------------------------------------------------
+    def _init_random_opponents(self, fraction: float, seed: int | None) -> None:
+        """Envs ``[0, k)``, ``k = round(fraction * num_envs)``, pit one team against uniform random
+        actions drawn here: seekers in even envs, hiders in odd ones. ``trained_rows`` lists the rows
+        the policy really plays (``api.env``), so the runtime trains only on those."""
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"random_opponents must be a fraction of the envs in [0, 1], got {fraction!r}")
+        k = round(fraction * self.num_envs)
+        self.random_team = np.full(self.num_envs, -1, np.int64)  # per env: the team acting randomly, or -1
+        self.random_team[:k] = np.where(np.arange(k) % 2 == 0, SEEKER, HIDER)
+        self._random_rows = self.random_team[:, None] == np.asarray(self.agent_teams)[None, :]
+        self.trained_rows = np.flatnonzero(~self._random_rows.ravel()) if k else None
+        self._opponent_rng = np.random.default_rng(None if seed is None else [seed, 1])
+
+    def _episode_stats(self, e: int, row: np.ndarray) -> dict[str, float]:
+        """One ended episode's statistics. Against a random team only the fraction hidden is kept, as
+        ``hidden_fraction_vs_random_<team>``: those episodes do not mix into the self-play curves."""
+        stats = dict(zip((*spec.EPISODE_STAT_KEYS, "return", "length"), map(float, row)))
+        team = self.random_team[e]
+        if team < 0:
+            return stats
+        return {f"hidden_fraction_vs_random_{self.team_names[team]}": stats["hidden_fraction"],
+                "length": stats["length"]}
+
     def _new_obs(self) -> dict[str, np.ndarray]:
         return {k: np.empty((self.num_envs, self.num_agents, *shape), spec.OBS_DTYPE)
                 for k, shape in spec.observation_shapes(self.layout).items()}
