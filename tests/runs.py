@@ -28,6 +28,24 @@ def train_until_version(config: ExperimentConfig, client: Any, run_dir: str, ver
     return run
 
 
+class FixedParams:
+    """A parameter client that always holds the same weights (no parameter service needed)."""
+
+    version, reconnects = 0, 0
+
+    def __init__(self, weights: dict):
+        self.weights = weights
+
+    def wait_first(self, should_stop) -> dict:
+        return self.weights
+
+    def poll(self) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
 def local_client() -> Iterator[Any]:
     """A client of a fresh 5-process LocalCluster (the largest topology under test plus a spare)."""
     from distributed import Client

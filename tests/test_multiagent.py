@@ -1,4 +1,4 @@
-"""Agent -> policy mapping: ``policy.mapping="per_team"`` gives hiders and seekers their own networks."""
+"""Agent -> policy mapping (``policy.mapping="per_team"``: one network per team) and random opponents."""
 from __future__ import annotations
 
 import functools
@@ -23,7 +23,11 @@ from srl_lab.envs.factory import make_policy
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.models.entity_attention import EntityAttentionPolicy
 from srl_lab.models.team import TeamPolicies
-from runs import train_until_version
+from srl_lab.envs.hide_and_seek.scene import SELF_FEATURES
+from srl_lab.system.actor_ring import ActorRing
+from srl_lab.system.fragments import check_fragment
+from srl_lab.system.inference import InlineInference
+from runs import FixedParams, train_until_version
 
 HIDERS, SEEKERS = 2, 2
 
@@ -161,12 +165,80 @@ def test_per_team_needs_an_env_that_names_teams():
     config(**{"n_hiders": 1, "n_seekers": 1}).validate()
 
 
+def versus_random(num_envs: int = 8, seed: int = 0) -> HideAndSeekLite:
+    """Half the envs against a random team: seekers random in envs 0 and 2, hiders in 1 and 3."""
+    return HideAndSeekLite(num_envs, n_hiders=HIDERS, n_seekers=SEEKERS, seed=seed, random_opponents=0.5)
+
+
+def test_random_opponents_leave_only_the_other_team_to_the_policy():
+    env = versus_random()
+    assert env.random_team.tolist() == [1, 0, 1, 0, -1, -1, -1, -1]
+    agents = HIDERS + SEEKERS
+    expected = [e * agents + a for e in range(8) for a in range(agents)
+                if env.random_team[e] != env.agent_teams[a]]
+    assert env.trained_rows.tolist() == expected
+    assert HideAndSeekLite(8, seed=0).trained_rows is None  # pure self-play trains every row
+
+
+def test_the_env_ignores_the_policys_actions_for_random_rows():
+    """Two copies on one seed, given different actions only where a team plays randomly, stay equal."""
+    first, second = versus_random(), versus_random()
+    first.reset(), second.reset()
+    rng = np.random.default_rng(1)
+    random_rows = np.ones(8 * (HIDERS + SEEKERS), bool)
+    random_rows[first.trained_rows] = False
+    episodes = []
+    for _ in range(200):  # 2.5 episodes of the quadrant's 80 steps
+        actions = (rng.random((8, HIDERS + SEEKERS, 5)) * np.asarray(first.action_space.nvec)).astype(np.int64)
+        other = actions.copy()
+        other.reshape(-1, 5)[random_rows] = (other.reshape(-1, 5)[random_rows] + 1) % 2
+        a, b = first.step(actions), second.step(other)
+        for key in a.obs:
+            np.testing.assert_array_equal(a.obs[key], b.obs[key])
+        np.testing.assert_array_equal(a.reward, b.reward)
+        episodes += a.episodes
+    keys = [set(e) for e in episodes]
+    assert {"hidden_fraction_vs_random_seeker", "length"} in keys and {"hidden_fraction_vs_random_hider", "length"} in keys
+    assert sum("hider_return" in k for k in keys) == 2 * 4  # self-play envs keep every statistic
+
+
+def test_random_opponents_must_be_a_fraction():
+    with pytest.raises(ValueError, match="random_opponents"):
+        HideAndSeekLite(4, random_opponents=1.5)
+    with pytest.raises(ConfigError, match="random_opponents"):
+        config(n_hiders=1, n_seekers=1, random_opponents=-0.1).validate()
+
+
+def test_actors_send_only_the_rows_the_policy_plays():
+    envs = [versus_random(seed=g) for g in range(2)]
+    policy = build(envs[0], mapping="shared")
+    fragments = []
+
+    def emit(builder, last_value) -> bool:
+        fragments.append(builder.arrays(last_value))
+        return True
+
+    ring = ActorRing(envs, 16, InlineInference(policy, FixedParams(policy.weights()), lambda: False), emit)
+    while len(fragments) < 2:
+        assert ring.step(lambda: False)
+    ring.close()
+    is_hider = SELF_FEATURES.index("is_hider")
+    for fragment in fragments:
+        assert check_fragment(fragment, 16) is None
+        rows = envs[0].trained_rows
+        teams = np.tile(np.asarray(envs[0].agent_teams), 8)[rows]
+        assert (fragment["obs"]["observation_self"][..., is_hider] == (teams == 0)).all()
+
+
 @pytest.mark.slow
 def test_per_team_trains_through_launch_on_one_versus_one(dask_client, tmp_path):
-    cfg = config(**{"n_hiders": 1, "n_seekers": 1})
+    """Also against random opponents in half the envs: their episodes are reported apart."""
+    cfg = config(**{"n_hiders": 1, "n_seekers": 1, "random_opponents": 0.5})
     cfg.actors = ActorConfig(workers=1, ring_size=2, envs_per_group=8, fragment_length=32)
     cfg.trainer = TrainerConfig(batch_steps=1024, buffer_fragments=4)
     cfg.ppo = PPOConfig(minibatch_size=256, epochs=2, norm_obs=True, norm_value=True)
     run = train_until_version(cfg, dask_client, str(tmp_path))
     assert run.result["malformed"] == 0
     assert {k.split(".")[1] for k in run.final_weights} == {"0", "1"}
+    for team in ("hider", "seeker"):
+        assert len(run.metrics.returns(f"hidden_fraction_vs_random_{team}")) > 0

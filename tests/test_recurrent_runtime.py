@@ -25,7 +25,7 @@ from srl_lab.system.fragments import batch_fragments, check_fragment
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.policy_worker import BatchServer, parse_infer
 from srl_lab.system.streams import FixedEndpoint, bind
-from runs import train_until_version
+from runs import FixedParams, train_until_version
 
 CUES, DELAY = 4, 8  # as in test_recurrent: the query comes 9 steps after the cue
 LENGTH = 12  # fragment length of the in-process checks
@@ -37,24 +37,6 @@ _delays = itertools.count()
 def short_or_cut_cue_memory() -> gym.Env:
     """Every other env ends by termination (delay 3), the rest are truncated at step 8 (delay 8)."""
     return gym.wrappers.TimeLimit(CueMemoryEnv(CUES, 3 if next(_delays) % 2 else DELAY), max_episode_steps=8)
-
-
-class _FixedParams:
-    """A parameter client that always holds the same weights (no parameter service needed)."""
-
-    version, reconnects = 0, 0
-
-    def __init__(self, weights: dict):
-        self.weights = weights
-
-    def wait_first(self, should_stop) -> dict:
-        return self.weights
-
-    def poll(self) -> None:
-        return None
-
-    def close(self) -> None:
-        pass
 
 
 def collect(policy, inference, fragments: int) -> list[dict]:
@@ -131,7 +113,7 @@ def remote_server():
 
 @pytest.mark.parametrize("mode", ["inline", "remote"])
 def test_fragments_store_the_states_a_local_rollout_reproduces(mode, lstm, remote_server):
-    inference = (InlineInference(lstm, _FixedParams(lstm.weights()), lambda: False) if mode == "inline"
+    inference = (InlineInference(lstm, FixedParams(lstm.weights()), lambda: False) if mode == "inline"
                  else remote_server(lstm))
     fragments = collect(lstm, inference, fragments=6)
     assert len(fragments) == 6
@@ -161,7 +143,7 @@ def test_truncated_rows_are_valued_with_the_state_before_the_reset(lstm):
             seen.setdefault("requests", []).append((obs.copy(), None if state is None else state.copy()))
             super().post(group, obs, state)
 
-    ring = ActorRing(envs, 4, Recording(lstm, _FixedParams(lstm.weights()), lambda: False), lambda b, v: True)
+    ring = ActorRing(envs, 4, Recording(lstm, FixedParams(lstm.weights()), lambda: False), lambda b, v: True)
     for _ in range(3):
         ring.step(lambda: False)
     obs, state = seen["requests"][-1]  # after step 3: 2 rows of new episodes + 2 rows of final observations
@@ -171,7 +153,7 @@ def test_truncated_rows_are_valued_with_the_state_before_the_reset(lstm):
 def test_feed_forward_policies_send_and_store_no_state(remote_server):
     env = CueMemoryEnv(CUES, DELAY)
     policy = MLPPolicy(env.observation_space, env.action_space, hidden=(16,))
-    for inference in (InlineInference(policy, _FixedParams(policy.weights()), lambda: False), remote_server(policy)):
+    for inference in (InlineInference(policy, FixedParams(policy.weights()), lambda: False), remote_server(policy)):
         fragments = collect(policy, inference, fragments=2)
         assert fragments and all("states" not in f for f in fragments)
         assert "states" not in batch_fragments(fragments)
@@ -184,7 +166,7 @@ def test_malformed_states_are_refused(lstm):
     for bad in (np.zeros((2, 2, 2, 16), np.float32), np.zeros((3, 2, 16), np.float32), np.zeros((3, 2, 2, 16), np.int64)):
         assert parse_infer({"group": 0}, {"obs": good["obs"], "states": bad}, (2, 2, 16)) is None
     assert parse_infer({"group": 0}, {"obs": good["obs"], "states": bad}, None)[3] is None  # feed-forward: ignored
-    fragment = collect(lstm, InlineInference(lstm, _FixedParams(lstm.weights()), lambda: False), 1)[0]
+    fragment = collect(lstm, InlineInference(lstm, FixedParams(lstm.weights()), lambda: False), 1)[0]
     for broken in (fragment["states"][:, :-1], fragment["states"].astype(np.float64), fragment["states"] * np.nan):
         assert "states" in check_fragment({**fragment, "states": broken}, LENGTH)
 
