@@ -197,6 +197,11 @@ def test_the_env_ignores_the_policys_actions_for_random_rows():
             np.testing.assert_array_equal(a.obs[key], b.obs[key])
         np.testing.assert_array_equal(a.reward, b.reward)
         episodes += a.episodes
+    fresh = versus_random(seed=99)  # a reset with a seed replays the random opponents too
+    first.reset(seed=5), fresh.reset(seed=5)
+    for _ in range(10):
+        a, b = first.step(actions), fresh.step(actions)
+        np.testing.assert_array_equal(a.obs["observation_self"], b.obs["observation_self"])
     keys = [set(e) for e in episodes]
     assert {"hidden_fraction_vs_random_seeker", "length"} in keys and {"hidden_fraction_vs_random_hider", "length"} in keys
     assert sum("hider_return" in k for k in keys) == 2 * 4  # self-play envs keep every statistic

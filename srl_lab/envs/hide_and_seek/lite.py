@@ -113,13 +113,15 @@ class HideAndSeekLite:
         self._start = np.zeros((n, o, 2))
         self._rng = np.random.default_rng(seed)
         self._needs_reset = True
-        self._init_random_opponents(random_opponents, seed)
+        self._init_random_opponents(random_opponents)
 
     # --- EnvGroup -------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
         """Start a fresh random episode in every env; ``seed`` (or the constructor's) fixes them."""
         if seed is not None or self._needs_reset:
-            self._rng = np.random.default_rng(self._seed if seed is None else seed)
+            seed = self._seed if seed is None else seed
+            self._rng = np.random.default_rng(seed)
+            self._opponent_rng = np.random.default_rng(None if seed is None else [seed, 1])
         self._needs_reset = False
         obs = self._new_obs()
         self._reset_rows(np.arange(self.num_envs), obs)
@@ -222,7 +224,7 @@ class HideAndSeekLite:
                             room=room)
 
     # --- internals ------------------------------------------------------------------------
-    def _init_random_opponents(self, fraction: float, seed: int | None) -> None:
+    def _init_random_opponents(self, fraction: float) -> None:
         """Envs ``[0, k)``, ``k = round(fraction * num_envs)``, pit one team against uniform random
         actions drawn here: seekers in even envs, hiders in odd ones. ``trained_rows`` lists the rows
         the policy really plays (``api.env``), so the runtime trains only on those."""
@@ -233,7 +235,6 @@ class HideAndSeekLite:
         self.random_team[:k] = np.where(np.arange(k) % 2 == 0, SEEKER, HIDER)
         self._random_rows = self.random_team[:, None] == np.asarray(self.agent_teams)[None, :]
         self.trained_rows = np.flatnonzero(~self._random_rows.ravel()) if k else None
-        self._opponent_rng = np.random.default_rng(None if seed is None else [seed, 1])
 
     def _episode_stats(self, e: int, row: np.ndarray) -> dict[str, float]:
         """One ended episode's statistics. Against a random team only the fraction hidden is kept, as
