@@ -11,6 +11,7 @@ from srl_lab.config import ActorConfig, ConfigError, ExperimentConfig, Inference
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
 from srl_lab.system.sample_stream import sample_service, trainer_of_actor
+from runs import solving_ppo
 
 SOLVED = 475.0
 
@@ -31,7 +32,7 @@ def test_two_data_parallel_trainers_solve_cartpole_with_identical_weights(tmp_pa
     config = ExperimentConfig(
         name="test-ddp", actors=ActorConfig(workers=2, ring_size=2, envs_per_group=8, fragment_length=64),
         inference=InferenceConfig(mode="inline"),
-        trainer=TrainerConfig(trainers=2, batch_steps=4096, checkpoint_every_versions=20))
+        trainer=TrainerConfig(trainers=2, batch_steps=4096, checkpoint_every_versions=20), ppo=solving_ppo())
     run = launch(config, run_dir=str(tmp_path))
     try:
         status = run.wait(target_return=SOLVED, seconds=420, progress=False)

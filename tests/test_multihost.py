@@ -17,6 +17,7 @@ from srl_lab.config import ActorConfig, ExperimentConfig, InferenceConfig
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
+from runs import solving_ppo
 
 SOLVED = 475.0
 SCHEDULER_PORT = 8786
@@ -30,7 +31,7 @@ def cartpole() -> ExperimentConfig:
     return ExperimentConfig(
         name="test-multihost",
         actors=ActorConfig(workers=2, ring_size=2, envs_per_group=8, fragment_length=64),
-        inference=InferenceConfig(mode="remote", policy_workers=1))
+        inference=InferenceConfig(mode="remote", policy_workers=1), ppo=solving_ppo())
 
 
 def _probe(endpoints: dict[str, dict]) -> dict:

@@ -18,6 +18,7 @@ from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
+from runs import solving_ppo
 
 SOLVED = 475.0
 
@@ -36,7 +37,7 @@ def assert_accounting(result: dict) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["remote", "inline"])
 def test_cartpole_is_solved(mode, dask_client, tmp_path):
-    run = launch(cartpole(mode), client=dask_client, run_dir=str(tmp_path / mode))
+    run = launch(cartpole(mode, ppo=solving_ppo()), client=dask_client, run_dir=str(tmp_path / mode))
     try:
         status = run.wait(target_return=SOLVED, seconds=420, progress=False)
         roles = sorted(w["role"] for w in status["workers"])
