@@ -21,9 +21,9 @@ from srl_lab.config import (
 )
 from srl_lab.envs.factory import make_policy
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
+from srl_lab.envs.hide_and_seek.scene import SELF_FEATURES
 from srl_lab.models.entity_attention import EntityAttentionPolicy
 from srl_lab.models.team import TeamPolicies
-from srl_lab.envs.hide_and_seek.scene import SELF_FEATURES
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.inference import InlineInference
@@ -228,10 +228,9 @@ def test_actors_send_only_the_rows_the_policy_plays():
         assert ring.step(lambda: False)
     ring.close()
     is_hider = SELF_FEATURES.index("is_hider")
+    teams = np.tile(np.asarray(envs[0].agent_teams), 8)[envs[0].trained_rows]
     for fragment in fragments:
         assert check_fragment(fragment, 16) is None
-        rows = envs[0].trained_rows
-        teams = np.tile(np.asarray(envs[0].agent_teams), 8)[rows]
         assert (fragment["obs"]["observation_self"][..., is_hider] == (teams == 0)).all()
 
 

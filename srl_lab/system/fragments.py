@@ -84,10 +84,13 @@ class FragmentBuilder:
         }
         if self.states:
             out[STATE_KEY] = np.stack(self.states).astype(np.float32, copy=False)
-        if self.keep is not None:
+        if self.keep is not None:  # rows are axis 1 of every [T, B, ...] array, axis 0 of last_value
             keep = self.keep
-            out = {key: value if key == "versions" else value[keep] if key == "last_value"
-                   else tree_map(lambda x: x[:, keep], value) for key, value in out.items()}
+            for key, value in out.items():
+                if key == "last_value":
+                    out[key] = value[keep]
+                elif key != "versions":
+                    out[key] = tree_map(lambda x: x[:, keep], value)
         return out
 
 
