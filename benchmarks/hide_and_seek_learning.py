@@ -1,28 +1,31 @@
-"""Does hide-and-seek training learn? Lite 1v1 quadrant, trained on the runtime, then evaluated.
+"""Does hide-and-seek learn in pure self-play? The showcase config trained, then evaluated.
 
-Trains for ``--minutes`` (default 20) with the hide-and-seek recipe's config on an embedded cluster,
-then plays the trained policy for one team against uniform random actions for the other, on the same
-seeds as a random-vs-random baseline (``--episodes`` per arm):
+Trains ``showcase_config`` (lite quadrant, 1 hider vs 1 seeker, hiders start in the room as in the
+original) for ``--minutes`` (default 30) with the hide-and-seek recipe on an embedded cluster. The
+only training opponent is the current policy itself: no random or scripted opponents.
 
-- ``seeker_gain_pts``: percentage points of play steps on which the hider is seen, trained seeker
-  minus random seeker;
-- ``hider_gain_pts``: percentage points of play steps hidden, trained hider minus random hider.
+From the training episodes (self-play, as the run's metrics recorded them):
 
-Hiders start anywhere (``--hider-spawn anywhere``, the original's uniform hider placement) by
-default: when they start in the room, a random hider is already hidden on ~93 % of play steps
-against a random seeker, which leaves a trained hider at most ~7 points to gain. The room-start
-random baseline is reported next to the result either way.
+- ``fort_rate``: mean ``fort_prep`` (every door of the room blocked by a hider-locked box at the end
+  of preparation) over the last 10 % of training episodes;
+- ``minutes_to``: wall-clock minutes from the first episode until the rolling mean (``--window``
+  episodes) of a phase statistic first reached its milestone: ``fort`` (fort_prep >= 0.5), ``box_lock``
+  (num_box_lock_prep >= 0.5), ``seeker_in_room`` (>= 0.25), ``hidden_drop`` (hidden fraction at or
+  below 0.8); null when never reached. ``minutes_to_fort`` repeats the first.
 
-Training opponents (``--random-opponents``, default 0.75): in that fraction of the envs one team
-plays uniform random actions and the policy trains only on the other team there (half of those envs
-train the hider, half the seeker); the rest is self-play. Self-play alone learns to beat the
-*current* opponent, which specialises: a seeker trained only against hiders that run for the room
-does poorly against hiders that stay where they spawn. Keeping the random policy in the opponent
-pool (as league training keeps old and scripted opponents) trains the skills the evaluation asks
-for. ``--random-opponents 0`` is pure self-play. One 20-minute run each gave these gains (seeker /
-hider, points): pure self-play with 4 epochs, lr 3e-4, entropy 0.005: 10.7 / 7.1; 0.5 with 2 epochs:
-14.3 / 12.7; 0.75 with the defaults: 34.1 / 22.1. The evaluation plays envs of its own on fixed
-seeds, never the training envs.
+Then, on fixed seeds, ``--episodes`` per arm (``envs.hide_and_seek.evaluate.gains``):
+
+- ``seeker_gain_pts``: points of play steps on which the trained seeker sees a random hider, over a
+  random seeker;
+- ``hider_gain_pts``: against the final trained seeker, points of play steps hidden, trained hider
+  minus random hider.
+
+How it could be fooled, and why it is not: training against the evaluation's opponent (uniform
+random actions) would inflate both gains, so the recipe runs with no random opponents here; the
+evaluation plays envs of its own, on seeds the training never used. The hider gain is measured
+against the trained seeker, not a random one, since hiders that start in the room are already
+hidden from a random seeker on ~93 % of play steps. The fort rate comes from self-play episodes, so a
+hider that blocks doors only against a frozen opponent would not show up in it.
 
 The last stdout line is one JSON object.
 """
@@ -34,14 +37,16 @@ import json
 import math
 import os
 import time
+from typing import Any
 
-from srl_lab.envs.factory import make_env_group, make_policy
-from srl_lab.envs.hide_and_seek.evaluate import hidden_fraction
+import numpy as np
 
-
-# The trainer is the bottleneck on 2 cores: two epochs per batch give twice the updates, and a larger
-# step with less entropy pull moves the near-uniform initial policy faster (KL stays < 0.01 per update).
-FAST_PPO = ["epochs=2", "lr=6e-4", "ent_coef=0.002"]
+MILESTONES = {  # name: (episode statistic, threshold, reached when the rolling mean is >= (+1) or <= (-1))
+    "fort": ("fort_prep", 0.5, +1),
+    "box_lock": ("num_box_lock_prep", 0.5, +1),
+    "seeker_in_room": ("seeker_in_room", 0.25, +1),
+    "hidden_drop": ("hidden_fraction", 0.8, -1),
+}
 
 
 def _recipe():
@@ -52,54 +57,63 @@ def _recipe():
     return module
 
 
-def _number(value: float) -> float | None:
-    """JSON has no NaN: a statistic with no episodes behind it is null."""
-    return None if math.isnan(value) else value
+def _episodes(records: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, values)`` of every self-play episode that reported ``key`` (finite values only)."""
+    points = [(r["time"], float(r[key])) for r in records
+              if r.get("kind") == "episode" and isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+    points.sort()
+    return np.array([t for t, _ in points]), np.array([v for _, v in points])
+
+
+def minutes_to(records: list[dict[str, Any]], key: str, threshold: float, direction: int, window: int,
+               start: float) -> float | None:
+    """Minutes from ``start`` until the rolling mean of ``key`` over ``window`` episodes crossed ``threshold``."""
+    times, values = _episodes(records, key)
+    if len(values) < window:
+        return None
+    rolling = np.convolve(values, np.ones(window) / window, mode="valid")
+    hit = np.flatnonzero(direction * (rolling - threshold) >= 0)
+    return None if not len(hit) else float((times[hit[0] + window - 1] - start) / 60)
+
+
+def last_fraction_mean(records: list[dict[str, Any]], key: str, fraction: float = 0.1) -> float | None:
+    _, values = _episodes(records, key)
+    if not len(values):
+        return None
+    return float(values[-max(1, int(len(values) * fraction)):].mean())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--episodes", type=int, default=200, help="evaluation episodes per arm")
+    parser.add_argument("--window", type=int, default=200, help="episodes in the rolling means of the milestones")
+    parser.add_argument("--size", default="laptop", help="showcase size (short: a CI smoke run)")
     parser.add_argument("--run-dir", default=f"runs/bench-hide-and-seek-{time.strftime('%Y%m%d-%H%M%S')}")
-    parser.add_argument("--hider-spawn", default="anywhere", choices=["room", "anywhere"])
-    parser.add_argument("--mapping", default="shared", choices=["shared", "per_team"])
-    parser.add_argument("--hidden", type=int, default=64, help="smaller than the recipe's default: more updates")
-    parser.add_argument("--embed", type=int, default=32)
-    parser.add_argument("--random-opponents", type=float, default=0.75, metavar="FRACTION")
-    parser.add_argument("--ppo", action="append", default=None, metavar="FIELD=VALUE",
-                        help=f"PPOConfig overrides (default: {' '.join(FAST_PPO)})")
+    parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE", help="PPOConfig overrides")
     args = parser.parse_args()
-    ppo = FAST_PPO if args.ppo is None else args.ppo
 
-    recipe = _recipe()
-    result = recipe.main(["--minutes", str(args.minutes), "--run-dir", args.run_dir,
-                          "--hider-spawn", args.hider_spawn, "--mapping", args.mapping,
-                          "--hidden", str(args.hidden), "--embed", str(args.embed),
-                          "--random-opponents", str(args.random_opponents),
-                          *(arg for assignment in ppo for arg in ("--ppo", assignment))])
-    run = result.pop("run")
-    probe = make_env_group(run.config, 1)
-    policy = make_policy(run.config, probe.observation_space, probe.action_space)
-    policy.load_weights(run.final_weights)
-    policy.eval()
-    env = dict(run.config.env.kwargs)
-    seed = 12345
-    random_hidden = hidden_fraction(None, None, args.episodes, seed=seed, **env)
-    room_start_random = hidden_fraction(None, None, args.episodes, seed=seed, **{**env, "hider_spawn": "room"})
-    seeker_hidden = hidden_fraction(policy, "seeker", args.episodes, seed=seed, **env)
-    hider_hidden = hidden_fraction(policy, "hider", args.episodes, seed=seed, **env)
+    result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
+                             "--eval-episodes", str(args.episodes),
+                             *(arg for assignment in args.ppo for arg in ("--ppo", assignment))])
+    run, evaluation = result.pop("run"), result.pop("evaluation")
+    records = list(run.metrics.records)
+    episode_times = [r["time"] for r in records if r.get("kind") == "episode" and "time" in r]
+    start = min(episode_times) if episode_times else time.time()
+    reached = {name: minutes_to(records, key, threshold, direction, args.window, start)
+               for name, (key, threshold, direction) in MILESTONES.items()}
     print(json.dumps({
-        "seeker_gain_pts": 100 * (random_hidden - seeker_hidden),
-        "hider_gain_pts": 100 * (hider_hidden - random_hidden),
-        "episodes_per_arm": args.episodes,
-        "hidden_fraction": {"random_vs_random": random_hidden, "trained_seeker": seeker_hidden,
-                            "trained_hider": hider_hidden, "random_vs_random_room_start": room_start_random},
-        "training_last_100_episodes": {key: _number(run.metrics.mean_return(100, key)) for key in (
-            "hidden_fraction", "hidden_fraction_vs_random_seeker", "hidden_fraction_vs_random_hider")},
-        "hider_spawn": args.hider_spawn, "mapping": args.mapping, "hidden": args.hidden, "embed": args.embed,
-        "random_opponents": args.random_opponents, "ppo_overrides": ppo,
-        "env_steps_trained": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
+        "fort_rate": last_fraction_mean(records, "fort_prep"),
+        "minutes_to_fort": reached["fort"],
+        "seeker_gain_pts": evaluation["seeker_gain_pts"],
+        "hider_gain_pts": evaluation["hider_gain_pts"],
+        "minutes_to": reached,
+        "evaluation": evaluation,
+        "training_last_10pct": {key: last_fraction_mean(records, key) for key in (
+            "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
+            "hider_in_room", "first_seen_step")},
+        "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
+        "size": args.size, "ppo_overrides": args.ppo, "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))
 

@@ -2,9 +2,9 @@
 
 Each configuration (inline inference, and remote inference with one policy worker; 1, 2 and 4 actor
 workers) is launched with ``srl_lab.system.controller.launch`` on one pre-started embedded
-``LocalCluster(processes=True)`` with the hide-and-seek recipe's config (lite 1v1 quadrant, 32 envs
+``LocalCluster(processes=True)`` with the hide-and-seek showcase config (lite 1v1 quadrant, 32 envs
 per group, ring of 2, fragments of 40 steps, its entity-attention policy, its trainer batch of 8192
-env-agent steps) except for the PPO epochs: ``--epochs`` (default 1; the recipe trains 4) makes
+env-agent steps) except for the PPO epochs: ``--epochs`` (default 1; the showcase trains 2) makes
 an update cheaper so that the trainer is not the only thing measured; the JSON says which was used.
 
 Steady state only: the clock starts once every actor acts with trained weights (policy version >= 1,
@@ -33,9 +33,9 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runtime_windows import delta, measure_windows, rates, series  # noqa: E402
 from scaling_model import recipe_config, run_model  # noqa: E402
 
 MODES = ("inline", "remote")
@@ -49,35 +49,6 @@ def runtime_config(mode: str, actors: int, epochs: int):
     return config
 
 
-def _series(records: list[dict[str, Any]], role: str, field: str) -> dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]]:
-    """Per (worker, incarnation): (times, values) of a cumulative counter, in time order."""
-    out: dict[tuple[str, Any], list[tuple[float, float]]] = {}
-    for r in records:
-        if r.get("role") == role and field in r and isinstance(r.get("time"), (int, float)):
-            out.setdefault((r.get("srl_worker"), r.get("inc")), []).append((r["time"], float(r[field])))
-    return {k: (np.array([t for t, _ in v]), np.array([x for _, x in v])) for k, v in
-            ((k, sorted(v)) for k, v in out.items())}
-
-
-def _delta(series: dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]], a: float, b: float) -> float:
-    """How much the counters summed over workers grew between times ``a`` and ``b`` (interpolated)."""
-    return float(sum(np.interp(b, t, x) - np.interp(a, t, x) for t, x in series.values()))
-
-
-def _wait_for_trained_weights(run, actors: int, timeout_s: float) -> float:
-    """Block until every actor reports acting with policy version >= 1; returns the seconds it took."""
-    start = time.time()
-    while True:
-        run.wait(seconds=0, progress=False)  # raises if a worker failed
-        ready = [r for r in run.metrics.workers("actor").values()
-                 if (r.get("policy_version") or -1) >= 1 and r.get("env_steps", 0) > 0]
-        if len(ready) >= actors:
-            return time.time() - start
-        if time.time() - start > timeout_s:
-            raise TimeoutError(f"{len(ready)} of {actors} actors acting with trained weights after {timeout_s} s")
-        time.sleep(0.2)
-
-
 def measure(client, mode: str, actors: int, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
     from srl_lab.system.controller import launch
 
@@ -86,27 +57,20 @@ def measure(client, mode: str, actors: int, args: argparse.Namespace, run_dir: s
     launched = time.time()
     run = launch(config, client=client, run_dir=run_dir)
     try:
-        startup_s = _wait_for_trained_weights(run, actors, STARTUP_TIMEOUT_S)
-        time.sleep(args.warmup)
-        t0 = time.time()
-        edges = [t0 + k * args.window for k in range(args.windows + 1)]
-        # Until every actor has reported past the last edge (reports come every metrics_interval_s).
-        time.sleep(edges[-1] - time.time() + 2.5 * config.metrics_interval_s)
-        records = list(run.metrics.records)
+        windows, records, startup_s = measure_windows(run, actors, args.warmup, args.window, args.windows,
+                                                      STARTUP_TIMEOUT_S)
     finally:
         result = run.stop()
-    actor_steps = _series(records, "actor", "env_steps")
-    consumed = _series(records, "trainer", "env_steps_consumed")
-    versions = _series(records, "trainer", "version")
-    policy_rows = _series(records, "policy", "rows")
-    policy_batches = _series(records, "policy", "batches")
-    windows = list(zip(edges, edges[1:]))
-    rates = [_delta(actor_steps, a, b) / (b - a) for a, b in windows]
+    actor_steps = series(records, "actor", "env_steps")
+    policy_rows = series(records, "policy", "rows")
+    policy_batches = series(records, "policy", "batches")
+    env_rates = rates(actor_steps, windows)
     out = {
-        "env_steps_per_s": statistics.median(rates),
-        "window_env_steps_per_s": rates,
-        "trainer_env_agent_steps_per_s": statistics.median(_delta(consumed, a, b) / (b - a) for a, b in windows),
-        "updates_per_s": statistics.median(_delta(versions, a, b) / (b - a) for a, b in windows),
+        "env_steps_per_s": statistics.median(env_rates),
+        "window_env_steps_per_s": env_rates,
+        "trainer_env_agent_steps_per_s": statistics.median(rates(series(records, "trainer", "env_steps_consumed"),
+                                                                 windows)),
+        "updates_per_s": statistics.median(rates(series(records, "trainer", "version"), windows)),
         "dropped_stale_fraction": result["dropped_stale"] / max(1, result["fragments_produced"]),
         "startup_s": round(startup_s, 1),
         "seconds": round(time.time() - launched, 1),
@@ -114,8 +78,8 @@ def measure(client, mode: str, actors: int, args: argparse.Namespace, run_dir: s
         "restarts": result["restarts"],
     }
     if policy_rows:
-        rows = [_delta(policy_rows, a, b) for a, b in windows]
-        batches = [_delta(policy_batches, a, b) for a, b in windows]
+        rows = [delta(policy_rows, a, b) for a, b in windows]
+        batches = [delta(policy_batches, a, b) for a, b in windows]
         out["policy_rows_per_s"] = statistics.median(r / (b - a) for r, (a, b) in zip(rows, windows))
         out["policy_mean_batch_rows"] = sum(rows) / max(1.0, sum(batches))
     return out
@@ -127,7 +91,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=4, help="windows per configuration (the median is quoted)")
     parser.add_argument("--warmup", type=float, default=5.0,
                         help="seconds discarded after every actor acts with trained weights")
-    parser.add_argument("--epochs", type=int, default=1, help="PPO epochs per update (the recipe trains 4)")
+    parser.add_argument("--epochs", type=int, default=1, help="PPO epochs per update (the showcase trains 2)")
     parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--no-model", action="store_true", help="skip the scaling-model measurements")
@@ -172,7 +136,7 @@ def main() -> None:
         "model": model,
         "settings": {"window_s": args.window, "windows": args.windows, "warmup_s": args.warmup,
                      "ppo_epochs": args.epochs, "env": "hide_and_seek_lite quadrant 1v1",
-                     "policy": "EntityAttentionPolicy(hidden=128, embed=64)", "policy_workers_remote": 1,
+                     "policy": "EntityAttentionPolicy(hidden=64, embed=32)", "policy_workers_remote": 1,
                      "cpu_count": os.cpu_count()},
         "load_avg_at_start": [round(x, 2) for x in load_start],
         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],

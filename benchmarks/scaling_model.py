@@ -1,8 +1,8 @@
 """Scaling-model figures for hide-and-seek: what one core of each SRL role can do.
 
 Every figure runs the real code on one thread of this process (``torch.set_num_threads(1)``), with
-the hide-and-seek recipe's config (lite 1v1 quadrant, 2 agents per env, 32 envs per group, ring of
-2, fragments of 40 steps, the recipe's entity-attention policy) and is a rate per CPU-second of this
+the hide-and-seek showcase config (lite 1v1 quadrant, 2 agents per env, 32 envs per group, ring of
+2, fragments of 40 steps, its entity-attention policy) and is a rate per CPU-second of this
 process (``time.process_time()``), so load from other processes on a shared machine inflates it
 less than wall-clock time would:
 
@@ -16,7 +16,7 @@ less than wall-clock time would:
   64-row requests as actors send them: decode every request, ``parse_infer``, concatenate,
   ``run_policy``, encode every reply (the ZeroMQ hop itself is left out);
 - ``trainer``: one ``Learner.train`` (``batch_fragments`` + ``PPO.train``) on a batch of real
-  fragments from ``actor_inline``, after decoding them; with the recipe's 4 epochs and with 1;
+  fragments from ``actor_inline``, after decoding them; with the showcase's 2 epochs and with 1;
 - ``broadcast``: weight bytes, encode time (``ParameterService.publish``: msgpack header + HMAC),
   decode + ``load_weights`` time per reader, and the wall time for a real ``ParameterService`` to
   deliver one new version to N ``ParameterClient`` readers in this process (readers here share one
@@ -34,7 +34,6 @@ import dataclasses
 import importlib.util
 import json
 import math
-import os
 import statistics
 import time
 from typing import Any, Callable
@@ -43,16 +42,14 @@ import numpy as np
 
 SUBSCRIBERS = (1, 4, 16, 64)
 BATCH_SIZES = (64, 256, 1024, 4096)
-REQUEST_ROWS = 64  # one env group of the recipe: 32 envs x 2 agents
+REQUEST_ROWS = 64  # one env group of the showcase: 32 envs x 2 agents
 
 
 def recipe_config(actors: int = 1, mode: str = "inline", epochs: int | None = None):
-    """The hide-and-seek recipe's config (``recipes/hide_and_seek.py``), optionally with fewer PPO epochs."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "recipes", "hide_and_seek.py")
-    spec = importlib.util.spec_from_file_location("hide_and_seek_recipe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.hide_and_seek_config(actors=actors)
+    """The hide-and-seek showcase config (``showcase_config``), optionally with fewer PPO epochs."""
+    from srl_lab.envs.hide_and_seek.showcase import showcase_config
+
+    config = showcase_config(actors=actors)
     config.inference = dataclasses.replace(config.inference, mode=mode)
     if epochs is not None:
         config.ppo = dataclasses.replace(config.ppo, epochs=epochs)
@@ -426,7 +423,7 @@ def project(model: dict[str, Any], cores: int, env: str = "lite", epochs: str = 
 
 
 def projections(model: dict[str, Any]) -> dict[str, Any]:
-    """``project`` at every scale in ``SCALES`` for both env variants (the recipe's 4 PPO epochs)."""
+    """``project`` at every scale in ``SCALES`` for both env variants (the showcase's PPO epochs)."""
     return {"assumptions": {"gpu_core_equivalents": GPU_CORE_EQUIVALENTS, "nic_bytes_per_s": NIC_BYTES_PER_S,
                             "gpus": GPUS, "ppo_epochs": 4, "weight_poll_s": 0.05},
             **{env: {str(cores): project(model, cores, env) for cores in SCALES} for env in ("lite", "mujoco")}}
@@ -439,7 +436,7 @@ def run_model(quick: bool = False, epochs: tuple[int, ...] = (4, 1)) -> dict[str
     agents = config.env.kwargs["n_hiders"] + config.env.kwargs["n_seekers"]
     fragment_rows = config.actors.fragment_length * config.actors.envs_per_group * agents
     model: dict[str, Any] = {"agents_per_env": agents, "envs_per_group": config.actors.envs_per_group,
-                             "policy": "EntityAttentionPolicy(hidden=128, embed=64) as in recipes/hide_and_seek.py"}
+                             "policy": "EntityAttentionPolicy(hidden=64, embed=32) as in showcase_config()"}
     model["env_steps_per_cpu_s"] = measure_env(config, 3 * scale)
     print(f"env only: {model['env_steps_per_cpu_s']:,.0f} env steps/CPU-s", flush=True)
     actors = measure_actors(config, 8 * scale, keep_fragments=-(-config.trainer.batch_steps // fragment_rows))

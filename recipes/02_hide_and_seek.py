@@ -16,7 +16,7 @@
 # %% [markdown]
 # # 02 · Hide-and-seek, steered live
 #
-# Hiders and seekers in a quadrant room with boxes and a ramp (`hide_and_seek_lite`: a fast top-down
+# A hider and a seeker in a quadrant room with boxes and a ramp (`hide_and_seek_lite`: a fast top-down
 # 2-D version of the hide-and-seek game, same observations, actions and rewards as the MuJoCo scene).
 # Each agent sees entities — teammates, opponents, boxes, ramps — through a
 # masked **entity-attention** policy: what an agent cannot see is masked out of its attention, while
@@ -26,40 +26,26 @@
 #
 # The panel below steers the run **while it trains**: this notebook does not block, so move the actor
 # control to add or remove actor workers (the embedded cluster grows when it runs out of slots), pause,
-# resume, checkpoint or stop. The curves follow hider and seeker returns, the fraction of play steps
-# the hiders were all hidden, box and ramp movement and locks (preparation phase and whole episode),
-# env steps/s and the losses.
+# resume, checkpoint or stop. The curves (rolling means over the faint raw points) follow hider and
+# seeker returns, the fraction of play steps the hider was hidden, the fort and room statistics (doors
+# blocked by hider-locked boxes at the end of preparation, who is inside the room), box and ramp
+# movement and locks, env steps/s and the losses. The first thing to watch for: the seeker learning to
+# enter the room (hidden fraction falls), then the hider answering it by locking boxes.
 
 # %% tags=["parameters"]
-ACTORS = 2  # actor worker processes
+ACTORS = 1  # actor worker processes (on 2 cores one actor keeps the trainer fed)
 MINUTES = 30.0  # budget of the recipe and of headless runs; interactively, train until you press stop
-HIDERS = 2
-SEEKERS = 2
+SIZE = "laptop"  # "cluster": 2 v 2 and the 128-wide model, for many actor cores and a GPU trainer
 
 # %%
-import functools
-
 import srl_lab
-from srl_lab.models.entity_attention import EntityAttentionPolicy
+from srl_lab.envs.hide_and_seek.showcase import showcase_config
 from srl_lab.notebook.recipe import RecipeArgs, recipe_args
 
 
 def make_config(args: RecipeArgs) -> srl_lab.ExperimentConfig:
-    """Quadrant hide-and-seek with the entity-attention policy; short mode plays 1 v 1 with a small model."""
-    teams = {"n_hiders": 1, "n_seekers": 1} if args.short else {"n_hiders": HIDERS, "n_seekers": SEEKERS}
-    model = functools.partial(EntityAttentionPolicy, hidden=64, embed=32, heads=2) if args.short \
-        else EntityAttentionPolicy
-    return srl_lab.ExperimentConfig(
-        name="hide_and_seek",
-        env=srl_lab.EnvConfig(id="hide_and_seek_lite", kwargs={"scenario": "quadrant", **teams}),
-        actors=srl_lab.ActorConfig(workers=args.actors, ring_size=2, envs_per_group=4 if args.short else 16,
-                                   fragment_length=40 if args.short else 80),
-        trainer=srl_lab.TrainerConfig(batch_steps=1280 if args.short else 16384),
-        ppo=srl_lab.PPOConfig(lr=3e-4, gamma=0.998, ent_coef=0.01, epochs=2 if args.short else 4,
-                              minibatch_size=640 if args.short else 4096),
-        policy=srl_lab.PolicyConfig(factory=model),
-        metrics_interval_s=0.5,
-    )
+    """The showcase configuration (the one `make demo` and the benchmarks use); short mode is tiny."""
+    return showcase_config("short" if args.short else SIZE, actors=args.actors)
 
 
 def main(argv: list[str] | None = None) -> dict:

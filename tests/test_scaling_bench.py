@@ -17,7 +17,7 @@ def _load(name: str):
 
 
 def test_window_rates_interpolate_each_actor_and_incarnation():
-    scaling = _load("scaling")
+    windows = _load("runtime_windows")
     records = [
         {"role": "actor", "srl_worker": "actor-0", "inc": 1, "time": 0.0, "env_steps": 0},
         {"role": "actor", "srl_worker": "actor-0", "inc": 1, "time": 2.0, "env_steps": 200},
@@ -26,10 +26,11 @@ def test_window_rates_interpolate_each_actor_and_incarnation():
         {"role": "actor", "srl_worker": "actor-1", "inc": 8, "time": 3.0, "env_steps": 0},  # a restart
         {"role": "trainer", "srl_worker": "trainer-0", "inc": 2, "time": 1.5, "env_steps": 99},
     ]
-    series = scaling._series(records, "actor", "env_steps")
+    series = windows.series(records, "actor", "env_steps")
     assert set(series) == {("actor-0", 1), ("actor-1", 7), ("actor-1", 8)}
     # actor-0: 100 steps/s over [1, 2]; actor-1's first incarnation: 200 steps/s over [1, 2]
-    assert scaling._delta(series, 1.0, 2.0) == pytest.approx(300.0)
+    assert windows.delta(series, 1.0, 2.0) == pytest.approx(300.0)
+    assert windows.rates(series, [(1.0, 2.0), (0.0, 1.0)]) == pytest.approx([300.0, 100.0])
 
 
 def test_scaling_model_measures_policy_batches_and_broadcast():

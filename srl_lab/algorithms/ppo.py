@@ -13,8 +13,13 @@ fragment a version or two old is still corrected by the clipped ratio. Options (
   behaviour values are denormalised before computing advantages;
 * ``norm_obs``: the policy's ``obs_normalizer`` (buffers, shipped with the weights) is updated
   from every batch before training on it;
-* ``advantage="vtrace"``: one no-gradient pass gives the current log-probs and values; V-trace
-  then corrects for the policy lag of each sample;
+* ``advantage="vtrace"``: one no-gradient pass gives the current ("proximal") log-probs and values;
+  V-trace then corrects for the policy lag of each sample, and the clipped ratio is taken against the
+  proximal policy instead of the behaviour one (decoupled PPO, Hilton et al. 2021). At the start of
+  an update the gradient is then the truncated importance-weighted one,
+  grad log pi * min(rho_bar, pi_now / mu) * (r + gamma * vs' - V), whatever the lag, and the clip
+  bounds the step away from the current policy rather than from a stale one, where the behaviour
+  ratio would already sit outside the clip range and give no gradient at all;
 * ``max_staleness``: a sample acted by version v, trained when the trainer is at version V (or, if
   not given, the newest version in the batch), is s = V - v versions old; every epoch moves the
   policy about one version further, so epoch e trains only on samples with s + e <= max_staleness.
@@ -74,8 +79,10 @@ class PPO(Algorithm):
         # Advantages and returns in the scale of real returns.
         values, trunc_values, last_value = (self._denormalize(batch[k]) for k in
                                             ("values", "trunc_values", "last_value"))
+        ratio_base = batch["logp"]  # the policy the clipped ratio is measured from
         if cfg.advantage == "vtrace":
             logp_now, values_now = self._evaluate_everything(obs, actions, states, first)
+            ratio_base = logp_now
             values = self._denormalize(values_now)
             advantages, returns = vtrace(batch["rewards"], values, batch["terminated"], batch["truncated"],
                                          trunc_values, last_value, logp_now - batch["logp"], cfg.gamma,
@@ -94,7 +101,7 @@ class PPO(Algorithm):
             frac = max(0.0, 1.0 - self.env_steps_trained / cfg.anneal_lr_steps)
             self.optimizer.param_groups[0]["lr"] = cfg.lr * frac
         flat = {k: torch.as_tensor(np.asarray(v).reshape(n), device=dev) for k, v in
-                (("old_logp", batch["logp"]), ("adv", advantages), ("ret", targets), ("old_v", old_values))}
+                (("old_logp", ratio_base), ("adv", advantages), ("ret", targets), ("old_v", old_values))}
         newest = int(batch["versions"].max()) if version is None else version
         staleness = torch.as_tensor((newest - batch["versions"]).reshape(n), device=dev)
 

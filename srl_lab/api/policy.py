@@ -86,7 +86,8 @@ class _DiagNormal(Normal):
 
 def layer_init(layer: nn.Linear, std: float = float(np.sqrt(2)), bias: float = 0.0) -> nn.Linear:
     nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, bias)
+    if layer.bias is not None:
+        nn.init.constant_(layer.bias, bias)
     return layer
 
 

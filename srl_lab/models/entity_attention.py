@@ -5,6 +5,7 @@ Batch rows are env x agent. Per stream (policy and critic, separate networks of 
     x_self   = [observation_self, circular conv1d(lidar)]
     self     = relu(dense_128(x_self))
     entity_i = relu(dense_128^type([entity_i, x_self]))        # one dense per type: agent, box, ramp
+             = relu(W^type entity_i + U^type x_self + b^type)  # U^type x_self computed once per row
     tokens   = layer_norm(t + attention(layer_norm(t)))          # t = [self, entities], 4 heads x 32
     pooled   = mean of tokens over the mask
     features = relu(dense_256([pooled, self]))  -> LSTM 256 when recurrent -> heads
@@ -61,8 +62,13 @@ class EntityTrunk(nn.Module):
         rays = space["lidar"].shape[0]
         self.lidar_conv = nn.Conv1d(1, lidar_channels, kernel_size=3, padding=1, padding_mode="circular")
         x_self = space["observation_self"].shape[0] + lidar_channels * rays
-        self.self_embed = layer_init(nn.Linear(x_self, embed))
-        self.entity_embed = nn.ModuleDict({key: layer_init(nn.Linear(space[key].shape[-1] + x_self, embed))
+        # The dense layer of each entity type reads [entity, x_self]; its x_self half is the same for
+        # every entity of a row, so it is one projection per row (shared with the self embedding, in
+        # one matmul) plus a per-entity projection of the entity's own features. Same function and
+        # parameter count as one dense layer per type over the concatenation, far fewer FLOPs.
+        self.embed = embed
+        self.self_projection = layer_init(nn.Linear(x_self, (1 + len(ENTITIES)) * embed))
+        self.entity_embed = nn.ModuleDict({key: layer_init(nn.Linear(space[key].shape[-1], embed, bias=False))
                                            for key in ENTITIES})
         self.attention = MaskedSelfAttention(embed, heads)
         self.dense = layer_init(nn.Linear(2 * embed, hidden))
@@ -70,12 +76,12 @@ class EntityTrunk(nn.Module):
     def forward(self, obs: TensorObs) -> torch.Tensor:
         lidar = F.relu(self.lidar_conv(obs["lidar"].unsqueeze(1))).flatten(1)
         x_self = torch.cat([obs["observation_self"], lidar], dim=-1)
-        self_token = F.relu(self.self_embed(x_self))
+        self_part, *contexts = self.self_projection(x_self).split(self.embed, dim=-1)
+        self_token = F.relu(self_part)
         tokens, masks = [self_token.unsqueeze(1)], [torch.ones_like(self_token[:, :1])]
-        for key, mask_names in ENTITIES.items():
+        for (key, mask_names), context in zip(ENTITIES.items(), contexts):
             entities = obs[key]
-            context = x_self.unsqueeze(1).expand(-1, entities.shape[1], -1)
-            tokens.append(F.relu(self.entity_embed[key](torch.cat([entities, context], dim=-1))))
+            tokens.append(F.relu(self.entity_embed[key](entities) + context.unsqueeze(1)))
             mask = torch.ones_like(entities[..., 0])
             for i in self.mask_keys:
                 mask = mask * obs[mask_names[i]]

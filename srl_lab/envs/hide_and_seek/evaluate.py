@@ -1,4 +1,4 @@
-"""Head-to-head evaluation: a trained policy plays one team, uniform random actions the other.
+"""Head-to-head evaluation: trained policies or uniform random actions play each team.
 
 The signal is the episode statistic ``hidden_fraction`` (fraction of play steps with every hider
 hidden). A trained seeker should lower it against random hiders; a trained hider should raise it
@@ -18,26 +18,63 @@ from srl_lab.system.actor_ring import flatten_rows
 Team = Literal["hider", "seeker"]
 
 
-def hidden_fraction(policy: Policy | None, trained_team: Team | None, episodes: int, seed: int = 0,
-                    num_envs: int = 64, **env_kwargs) -> float:
-    """Mean ``hidden_fraction`` over ``episodes`` episodes; ``policy=None`` plays both teams randomly."""
+def play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int = 0, num_envs: int = 64,
+         **env_kwargs) -> float:
+    """Mean ``hidden_fraction`` over ``episodes`` episodes of ``hider`` against ``seeker``.
+
+    Each team is played by its policy (sampling its actions), or by uniform random actions where it is
+    None. The same seed gives the same scenes to every pairing.
+    """
     # This function decides who plays randomly: a training-time opponent mix does not apply.
     env = HideAndSeekLite(num_envs, seed=seed, **{**env_kwargs, "random_opponents": 0.0})
     n_hiders, n_agents = env.layout.n_hiders, env.num_agents
-    team_rows = slice(0, n_hiders) if trained_team == "hider" else slice(n_hiders, n_agents)
+    teams = [(hider, slice(0, n_hiders)), (seeker, slice(n_hiders, n_agents))]
     rng = np.random.default_rng(seed)
     nvec = np.asarray(env.action_space.nvec)
     obs = env.reset(seed=seed)
     fractions: list[float] = []
     while len(fractions) < episodes:
         actions = (rng.random((num_envs, n_agents, len(nvec))) * nvec).astype(np.int64)
-        if policy is not None:
+        rows = None
+        for policy, team_rows in teams:
+            if policy is None:
+                continue
+            if rows is None:
+                rows = obs_to_tensor(flatten_rows(obs, num_envs * n_agents))
             with torch.no_grad():
-                chosen, _, _ = policy.act(obs_to_tensor(flatten_rows(obs, num_envs * n_agents)))
-            chosen = chosen.numpy().reshape(num_envs, n_agents, -1)
-            actions[:, team_rows] = chosen[:, team_rows]
+                chosen, _, _ = policy.act(rows)
+            actions[:, team_rows] = chosen.numpy().reshape(num_envs, n_agents, -1)[:, team_rows]
         result = env.step(actions)
         fractions.extend(e["hidden_fraction"] for e in result.episodes)
         obs = result.obs
     env.close()
     return float(np.mean(fractions[:episodes]))
+
+
+def hidden_fraction(policy: Policy | None, trained_team: Team | None, episodes: int, seed: int = 0,
+                    num_envs: int = 64, **env_kwargs) -> float:
+    """``play`` with ``policy`` as ``trained_team`` and random actions for the other team (both: None)."""
+    hider = policy if trained_team == "hider" else None
+    seeker = policy if trained_team == "seeker" else None
+    return play(hider, seeker, episodes, seed, num_envs, **env_kwargs)
+
+
+def gains(policy: Policy, episodes: int, seed: int = 12345, **env_kwargs) -> dict[str, float]:
+    """What training bought each team, in percentage points of play steps (same seeds for every arm).
+
+    - ``seeker_gain_pts``: how much more often the trained seeker sees a random hider than a random
+      seeker does;
+    - ``hider_gain_pts``: against the trained seeker, how much more often the trained hider stays
+      hidden than a random hider does.
+    """
+    def arm(hider: Policy | None, seeker: Policy | None) -> float:
+        return play(hider, seeker, episodes, seed, **env_kwargs)
+
+    random_vs_random, random_hider_vs_trained = arm(None, None), arm(None, policy)
+    trained_vs_trained = arm(policy, policy)
+    return {"seeker_gain_pts": 100 * (random_vs_random - random_hider_vs_trained),
+            "hider_gain_pts": 100 * (trained_vs_trained - random_hider_vs_trained),
+            "hidden_fraction": {"random_vs_random": random_vs_random,
+                                "random_hider_vs_trained_seeker": random_hider_vs_trained,
+                                "trained_vs_trained": trained_vs_trained},
+            "episodes_per_arm": episodes}

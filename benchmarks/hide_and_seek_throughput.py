@@ -1,0 +1,138 @@
+"""Hide-and-seek training throughput of the showcase configuration at 1, 2 and 4 actor workers.
+
+Each actor count launches ``showcase_config(actors=n)`` (lite 1v1 quadrant, inline inference, the
+64-wide entity-attention policy, 2 PPO epochs with V-trace) on one pre-started embedded
+``LocalCluster(processes=True)``, waits until every actor acts with trained weights plus
+``--warmup`` seconds, and then measures ``--windows`` windows of ``--window`` seconds (median quoted):
+
+- ``trained_rows_per_s``: env-agent steps consumed by the trainer per second (each row trained on
+  for ``ppo.epochs`` passes); this is the figure that decides how fast the showcase learns;
+- ``produced_rows_per_s``: env-agent steps the actors stepped per second;
+- ``stale_fraction``: fragments dropped as too stale over the run's whole life (from the books
+  ``run.stop()`` closes), over fragments produced.
+
+Before the sweep, ``env_rows_per_s`` is the raw lite env (32 envs, 1v1, random actions) stepped in
+this process, so the runtime's figures can be read as a fraction of the env's ceiling on the same
+machine in the same run.
+
+How it could be fooled: a config that trains fewer epochs or a smaller network raises
+``trained_rows_per_s`` without learning faster, so it measures only the showcase config as shipped
+(``benchmarks/hide_and_seek_learning.py`` measures what that config learns); a trainer that skipped
+fragments would lower ``stale_fraction`` only if it still counted them as consumed, which the
+books (``produced == consumed + dropped_stale + lost``) would expose.
+
+    python benchmarks/hide_and_seek_throughput.py           # about 4 minutes on 2 cores
+    python benchmarks/hide_and_seek_throughput.py --quick   # a smoke run
+
+The last stdout line is one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runtime_windows import measure_windows, rates, series  # noqa: E402
+
+ACTORS = (1, 2, 4)
+
+
+def env_rows_per_s(seconds: float = 3.0) -> float:
+    """Random-action agent rows per wall-clock second of the raw lite env (32 envs, 1v1 quadrant)."""
+    from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
+
+    env = HideAndSeekLite(32, scenario="quadrant", n_hiders=1, n_seekers=1, seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    nvec = env.action_space.nvec
+    actions = [rng.integers(0, nvec, (env.num_envs, env.num_agents, len(nvec))) for _ in range(16)]
+    env.step(actions[0])  # compile
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(actions[steps % len(actions)])
+        steps += 1
+    return steps * env.num_envs * env.num_agents / (time.perf_counter() - start)
+
+
+def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
+    from srl_lab.envs.hide_and_seek.showcase import showcase_config
+    from srl_lab.system.controller import launch
+
+    config = showcase_config(actors=actors)
+    config.name = f"throughput-{actors}"
+    agents = config.env.kwargs["n_hiders"] + config.env.kwargs["n_seekers"]
+    run = launch(config, client=client, run_dir=run_dir)
+    try:
+        windows, records, startup_s = measure_windows(run, actors, args.warmup, args.window, args.windows)
+    finally:
+        result = run.stop()
+    trained = rates(series(records, "trainer", "env_steps_consumed"), windows)
+    produced = [agents * r for r in rates(series(records, "actor", "env_steps"), windows)]
+    return {
+        "trained_rows_per_s": statistics.median(trained),
+        "produced_rows_per_s": statistics.median(produced),
+        "stale_fraction": result["dropped_stale"] / max(1, result["fragments_produced"]),
+        "window_trained_rows_per_s": [round(r) for r in trained],
+        "updates_per_s": statistics.median(rates(series(records, "trainer", "version"), windows)),
+        "fragments": {k: result[k] for k in ("fragments_produced", "fragments_consumed", "dropped_stale",
+                                             "fragments_lost")},
+        "startup_s": round(startup_s, 1),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=float, default=15.0, help="seconds per measured window")
+    parser.add_argument("--windows", type=int, default=3, help="windows per actor count (the median is quoted)")
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds discarded after start-up")
+    parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS))
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 windows of 4 s, 3 s warm-up")
+    parser.add_argument("--run-dir", default=f"runs/bench-hns-throughput-{time.strftime('%Y%m%d-%H%M%S')}")
+    args = parser.parse_args()
+    if args.quick:
+        args.window, args.windows, args.warmup = 4.0, 2, 3.0
+
+    from distributed import Client
+
+    from srl_lab import cluster as clusters
+
+    started = time.time()
+    env_rate = env_rows_per_s(1.0 if args.quick else 3.0)
+    print(f"raw env: {env_rate:,.0f} agent rows/s", flush=True)
+    cluster = clusters.local(n_workers=max(args.actors) + 1, dashboard_address=None)
+    client = Client(cluster)
+    by_actors: dict[str, dict[str, Any]] = {}
+    try:
+        for n in args.actors:
+            figures = measure(client, n, args, f"{args.run_dir}/actors-{n}")
+            by_actors[str(n)] = figures
+            print(f"{n} actor(s): trained {figures['trained_rows_per_s']:,.0f} rows/s, produced "
+                  f"{figures['produced_rows_per_s']:,.0f} rows/s, stale {100 * figures['stale_fraction']:.1f}%, "
+                  f"{figures['updates_per_s']:.2f} updates/s, load {figures['load_avg_1min']}", flush=True)
+    finally:
+        client.close()
+        cluster.close()
+    best = max(by_actors, key=lambda n: by_actors[n]["trained_rows_per_s"])
+    print(json.dumps({
+        "trained_rows_per_s": by_actors[best]["trained_rows_per_s"], "best_actors": int(best),
+        "produced_rows_per_s": {n: f["produced_rows_per_s"] for n, f in by_actors.items()},
+        "stale_fraction": {n: f["stale_fraction"] for n, f in by_actors.items()},
+        "trained_rows_per_s_by_actors": {n: f["trained_rows_per_s"] for n, f in by_actors.items()},
+        "env_rows_per_s": env_rate,
+        "runtime": by_actors,
+        "settings": {"config": "showcase_config(size='laptop')", "window_s": args.window,
+                     "windows": args.windows, "warmup_s": args.warmup, "cpu_count": os.cpu_count()},
+        "seconds": round(time.time() - started, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()

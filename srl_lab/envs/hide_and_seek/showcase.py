@@ -1,0 +1,92 @@
+"""The one hide-and-seek configuration: `make demo`, notebook 02, the recipes and the benchmarks use it.
+
+``showcase_config(size)`` picks every setting from a size that matches the compute at hand:
+
+- ``"short"``: seconds of training on a tiny model (tests, CI, binder smoke runs); proves the
+  pipeline, not learning;
+- ``"laptop"`` (default): 1 hider vs 1 seeker in the quadrant room on a 2-core machine: the
+  64-wide entity-attention model (its self-context projection computed once per row), env groups
+  of 64 envs (128 rows per inference call: a call's fixed cost dominates at 64), and one PPO epoch
+  over 10k-step batches in four minibatches. The trainer is the bottleneck on 2 cores and one actor
+  worker keeps it fed, so fresh samples are cheaper than reused ones: a second epoch would halve the
+  samples trained per second for less than twice the learning (``benchmarks/hide_and_seek_throughput.py``
+  measures it);
+- ``"cluster"``: 2 v 2 with the 128-wide model and 16k-step batches, for many actor cores and a
+  trainer on a GPU.
+
+What the sizes share: the masked entity-attention policy with a separate unmasked critic (the
+spec's architecture), normalised observations and values, and V-trace with the clipped ratio taken
+against the current policy, so fragments up to ``max_version_lag`` versions old are corrected
+instead of dropped. Hiders start in the room, as in the original quadrant game.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Literal
+
+from srl_lab.config import (ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig,
+                            PPOConfig, TrainerConfig)
+from srl_lab.models.entity_attention import EntityAttentionPolicy
+
+Size = Literal["short", "laptop", "cluster"]
+SIZES: tuple[str, ...] = ("short", "laptop", "cluster")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sizing:
+    hiders: int
+    seekers: int
+    hidden: int
+    embed: int
+    heads: int
+    envs_per_group: int
+    fragment_length: int
+    batch_steps: int
+    minibatch_size: int
+    epochs: int
+
+
+_SIZINGS = {
+    "short": _Sizing(1, 1, hidden=32, embed=16, heads=2, envs_per_group=4, fragment_length=20,
+                     batch_steps=640, minibatch_size=320, epochs=1),
+    "laptop": _Sizing(1, 1, hidden=64, embed=32, heads=4, envs_per_group=64, fragment_length=40,
+                      batch_steps=10240, minibatch_size=2560, epochs=1),
+    "cluster": _Sizing(2, 2, hidden=128, embed=64, heads=4, envs_per_group=32, fragment_length=80,
+                       batch_steps=16384, minibatch_size=4096, epochs=2),
+}
+
+
+def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | None = None,
+                    seekers: int | None = None, scenario: str = "quadrant", hider_spawn: str = "room",
+                    mapping: str = "shared", hidden: int | None = None, embed: int | None = None,
+                    device: str = "cpu") -> ExperimentConfig:
+    """The hide-and-seek experiment at ``size`` (see the module docstring); keywords override it.
+
+    ``device="cuda"`` puts the trainer on the GPU (actors keep inline CPU inference).
+    """
+    if size not in _SIZINGS:
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
+    s = _SIZINGS[size]
+    hiders, seekers = hiders or s.hiders, seekers or s.seekers
+    model = functools.partial(EntityAttentionPolicy, hidden=hidden or s.hidden, embed=embed or s.embed,
+                              heads=s.heads)
+    return ExperimentConfig(
+        name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
+        env=EnvConfig(id="hide_and_seek_lite",
+                      kwargs={"scenario": scenario, "n_hiders": hiders, "n_seekers": seekers,
+                              "hider_spawn": hider_spawn}),
+        actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=s.envs_per_group,
+                           fragment_length=s.fragment_length),
+        inference=InferenceConfig(mode="inline"),
+        policy=PolicyConfig(factory=model, mapping=mapping),
+        # A short receive buffer paces the actors to the trainer; fragments that still wait a few
+        # versions are corrected by V-trace (max_version_lag bounds the correction).
+        trainer=TrainerConfig(batch_steps=s.batch_steps, max_version_lag=8, buffer_fragments=4, device=device),
+        # Returns are +-1 per step (up to +-horizon): normalised values keep the critic's gradient from
+        # swamping the policy's under the shared grad-norm clip.
+        ppo=PPOConfig(lr=6e-4, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
+                      minibatch_size=s.minibatch_size, ent_coef=0.002, vf_coef=0.5, max_grad_norm=5.0,
+                      norm_value=True, norm_obs=True, advantage="vtrace"),
+        metrics_interval_s=0.5,
+    )
