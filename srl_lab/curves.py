@@ -1,66 +1,190 @@
-"""Learning curves rendered with matplotlib's Agg backend to PNG bytes (files, widgets, reports)."""
+"""Learning curves rendered with matplotlib's Agg backend to PNG bytes (files, widgets, reports).
+
+Every curve is a rolling mean drawn over its raw values (a faint line of the same colour), against
+samples trained or wall-clock time. Panels appear for the keys the episodes carry, so a CartPole
+run, an older hide-and-seek run and one with the phase metrics each get the panels they have data
+for. Legends sit above their axes, never over the data.
+"""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg", force=False)
-from matplotlib.figure import Figure  # noqa: E402  (after choosing the backend)
+import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
 
-from srl_lab.system.metrics import MetricsLog, smooth  # noqa: E402
+from srl_lab.system.metrics import MetricsLog, as_float, rolling_mean  # noqa: E402
 
-# (panel title, episode keys) — hide-and-seek runs report the team statistics, others a return.
-EPISODE_PANELS = [
-    ("return", ("return",)),
-    ("team returns", ("hider_return", "seeker_return")),
-    ("fraction of play steps hidden", ("hidden_fraction", "hidden_fraction_vs_random_seeker",
-                                       "hidden_fraction_vs_random_hider")),
-    ("box statistics", ("max_box_move_prep", "max_box_move", "num_box_lock_prep", "num_box_lock")),
-    ("ramp statistics", ("max_ramp_move_prep", "max_ramp_move", "num_ramp_lock_prep", "num_ramp_lock")),
-]
-TRAIN_PANELS = [("losses", ("policy_loss", "value_loss", "entropy"))]
+X_AXES = ("env_steps", "time")
+MAX_WINDOW = 200  # episodes (or trainer reports) in one rolling mean
+MAX_POINTS = 2000  # points drawn per line: more only costs render time at 2-5 Hz
 
 
-def render_png(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int = 80) -> bytes:
-    """All panels that have data, against samples trained, as PNG bytes."""
-    episodes = log.episodes
-    panels = [(name, [k for k in keys if any(k in e for e in episodes)]) for name, keys in EPISODE_PANELS]
-    panels = [(n, ks) for n, ks in panels if ks]
-    if len(panels) > 1 and panels[0][0] == "return":  # team games: the mean agent return is 0 by design
-        panels = panels[1:]
-    has_train = bool(log.train)
-    n = max(1, len(panels) + int(has_train))
-    cols = min(3, n)
-    rows = (n + cols - 1) // cols
-    fig = Figure(figsize=(width, 3.0 * rows), dpi=dpi)
-    for i, (name, keys) in enumerate(panels):
-        ax = fig.add_subplot(rows, cols, i + 1)
-        for key in keys:
-            xs = [e["env_steps"] for e in episodes if key in e]
-            ys = [e[key] for e in episodes if key in e]
-            window = max(1, min(200, len(ys) // 40))  # ~40 smoothed points across the run
-            ax.plot(xs[window - 1:], smooth(ys, window), label=key)
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("samples trained (agent steps)", fontsize=8)
-        ax.legend(fontsize=7)
-    if has_train:
-        ax = fig.add_subplot(rows, cols, len(panels) + 1)
-        for key in TRAIN_PANELS[0][1]:
-            ax.plot([t["env_steps"] for t in log.train], [t.get(key, float("nan")) for t in log.train], label=key)
-        ax.set_title("losses", fontsize=9)
-        ax.legend(fontsize=7)
-    if not panels and not has_train:
-        fig.text(0.5, 0.5, "waiting for the first episodes...", ha="center")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+@dataclass(frozen=True)
+class PanelSpec:
+    """One axes: its title, the keys drawn on it and the unit of their values."""
+
+    title: str
+    keys: tuple[str, ...]
+    ylabel: str
+
+
+# Hide-and-seek runs report the team statistics, others a return.
+EPISODE_PANELS = (
+    PanelSpec("return", ("return",), "return per episode"),
+    PanelSpec("team returns", ("hider_return", "seeker_return"), "return per episode"),
+    PanelSpec("fraction of play steps hidden", ("hidden_fraction", "hidden_fraction_vs_random_seeker",
+                                                "hidden_fraction_vs_random_hider"), "fraction of play steps"),
+    PanelSpec("fort and rooms", ("doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room"),
+              "share (0-1)"),
+    PanelSpec("first sight of a hider", ("first_seen_step",), "play step"),
+    PanelSpec("box moves", ("max_box_move_prep", "max_box_move"), "max distance moved (m)"),
+    PanelSpec("box locks", ("num_box_lock_prep", "num_box_lock"), "locked boxes (count)"),
+    PanelSpec("ramp moves", ("max_ramp_move_prep", "max_ramp_move"), "max distance moved (m)"),
+    PanelSpec("ramp locks", ("num_ramp_lock_prep", "num_ramp_lock"), "locked ramps (count)"),
+)
+TRAIN_PANELS = (PanelSpec("losses", ("policy_loss", "value_loss", "entropy"), "per update"),)
+
+
+def check_x_axis(x: str) -> None:
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {X_AXES}, got {x!r}")
+
+
+def render_png(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int = 80, x: str = "env_steps",
+               window: int | None = None) -> bytes:
+    """All panels that have data as PNG bytes; ``x`` is "env_steps" (samples trained) or "time"."""
+    fig = build_figure(log, title=title, width=width, dpi=dpi, x=x, window=window)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
 
 
-def save_png(log: MetricsLog, path: str, title: str = "") -> str:
+def save_png(log: MetricsLog, path: str, title: str = "", x: str = "env_steps") -> str:
     with open(path, "wb") as f:
-        f.write(render_png(log, title))
+        f.write(render_png(log, title, x=x))
     return path
+
+
+def build_figure(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int = 80, x: str = "env_steps",
+                 window: int | None = None) -> Figure:
+    """The figure ``render_png`` draws: one axes per panel with data, the losses last."""
+    check_x_axis(x)
+    episodes, train = list(log.episodes), list(log.train)
+    panels = _with_data(EPISODE_PANELS, episodes, x)
+    if len(panels) > 1 and panels[0][0].title == "return":  # team games: the mean agent return is 0 by design
+        panels = panels[1:]
+    panels += _with_data(TRAIN_PANELS, train, x)
+    cols = min(3, max(1, len(panels)))
+    rows = max(1, (len(panels) + cols - 1) // cols)
+    fig = Figure(figsize=(width, 3.2 * rows), dpi=dpi, layout="constrained")
+    t0 = _first_time(episodes, train)
+    scale, unit = _time_unit(episodes, train, t0) if x == "time" else (1.0, "")
+    for i, (spec, data) in enumerate(panels):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        for key, (xs, ys) in data.items():
+            xs = (xs - t0) / scale if x == "time" else xs
+            _plot_smoothed(ax, xs, ys, key, window)
+        _label(ax, spec, x, unit)
+        if not any(np.isfinite(ys).any() for _, ys in data.values()):
+            _say_undefined(ax)
+    if not panels:
+        fig.text(0.5, 0.5, "waiting for the first episodes...", ha="center")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def columns(rows: Iterable[dict[str, Any]], keys: Sequence[str], x: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Key -> (x values, y values) over the rows that carry the key, in one pass; absent keys left out."""
+    found: dict[str, tuple[list[Any], list[Any]]] = {key: ([], []) for key in keys}
+    for row in rows:
+        at = row.get(x)
+        if at is None:
+            continue
+        for key in row.keys() & found.keys():
+            xs, ys = found[key]
+            xs.append(at)
+            ys.append(row[key])
+    return {key: (np.asarray(xs, dtype=np.float64), _floats(ys)) for key, (xs, ys) in found.items() if xs}
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):  # a None or a string among them: NaN there
+        return np.array([as_float(v) for v in values], dtype=np.float64)
+
+
+def _with_data(specs: Sequence[PanelSpec], rows: list[dict[str, Any]], x: str
+               ) -> list[tuple[PanelSpec, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+    """The panels some row has data for, each with its keys' columns (rows read once for all)."""
+    data = columns(rows, [key for spec in specs for key in spec.keys], x)
+    panels = [(spec, {key: data[key] for key in spec.keys if key in data}) for spec in specs]
+    return [(spec, keyed) for spec, keyed in panels if keyed]
+
+
+def smoothing_window(n: int) -> int:
+    """About a tenth of the points, at most ``MAX_WINDOW``: smooth early on, detailed in long runs."""
+    return max(1, min(MAX_WINDOW, n // 10))
+
+
+def _plot_smoothed(ax: Axes, xs: np.ndarray, ys: np.ndarray, key: str, window: int | None) -> None:
+    """The raw values as a faint line, their rolling mean over it in the same colour."""
+    smooth = rolling_mean(ys, window or smoothing_window(len(ys)))
+    keep = _thin(len(ys))
+    label = key if np.isfinite(ys).any() else f"{key} (not defined)"
+    (line,) = ax.plot(xs[keep], smooth[keep], linewidth=1.5, label=label, zorder=3)
+    ax.plot(xs[keep], ys[keep], linewidth=0.7, alpha=0.25, color=line.get_color(), zorder=2)
+
+
+def _thin(n: int) -> slice:
+    """Every k-th point so at most ``MAX_POINTS`` are drawn (the rolling mean already used them all)."""
+    return slice(None, None, max(1, -(-n // MAX_POINTS)))
+
+
+def _label(ax: Axes, spec: PanelSpec, x: str, unit: str) -> None:
+    """Units on both axes; the title and legend above the axes, where they cover no data."""
+    ax.set_xlabel("samples trained (agent steps)" if x == "env_steps" else f"wall-clock time ({unit})",
+                  fontsize=8)
+    ax.set_ylabel(spec.ylabel, fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.xaxis.set_major_locator(MaxNLocator(5))
+    if x == "env_steps":
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, 1.5M: readable in a third of the width
+    ax.grid(alpha=0.2)
+    ax.legend(title=spec.title, title_fontproperties={"size": 9, "weight": "bold"}, fontsize=7,
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+              borderaxespad=0.2, handlelength=1.5, columnspacing=1.0)
+
+
+def _say_undefined(ax: Axes) -> None:
+    """A panel whose keys the episodes carry only as NaN (e.g. a scenario without that event)."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, "no finite values yet", ha="center", va="center", fontsize=8, color="#57606a",
+            transform=ax.transAxes)
+
+
+def _first_time(*series: list[dict[str, Any]]) -> float:
+    times = [row["time"] for rows in series for row in rows[:1] if row.get("time") is not None]
+    return float(min(times)) if times else 0.0
+
+
+def _time_unit(episodes: list[dict[str, Any]], train: list[dict[str, Any]], t0: float) -> tuple[float, str]:
+    """Seconds, minutes or hours, whichever keeps the axis numbers readable for this run's span."""
+    ends = [row["time"] for rows in (episodes, train) for row in rows[-1:] if row.get("time") is not None]
+    span = (max(ends) - t0) if ends else 0.0
+    if span >= 3 * 3600:
+        return 3600.0, "h"
+    if span >= 600:
+        return 60.0, "min"
+    return 1.0, "s"
+

@@ -3,6 +3,7 @@ process attaches by name, and a finished or interrupted run reopens from its dir
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -11,13 +12,19 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from distributed import Client
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import srl_lab
 from srl_lab.cluster import slot_count
+from srl_lab.curves import build_figure, render_png
 from srl_lab.notebook.recipe import recipe_args
-from srl_lab.notebook.table import rows_html, worker_rows
+from srl_lab.notebook.table import STATE_COLOURS, rows_html, worker_rows
+from srl_lab.system.metrics import MetricsLog, progress_postfix, rolling_mean
+from srl_lab.system.supervisor import Supervisor, worker_state
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -54,6 +61,173 @@ def test_worker_rows_compute_policy_lag_and_restarts():
     assert {r.worker: r.restarts for r in rows} == {"trainer-0": 0, "policy-0": 0, "actor-0": 2, "actor-1": 0}
     table = rows_html(rows)
     assert table.count("data-role='actor'") == 2 and "data-state='starting'" in table
+
+
+PHASE_KEYS = ("doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room", "first_seen_step")
+
+
+def hide_and_seek_episode(i: int, phase: bool = True, **overrides: float) -> dict[str, float]:
+    """Statistics shaped like a lite hide-and-seek episode's; ``phase`` adds the phase metrics."""
+    episode = {"hider_return": float(i), "seeker_return": -float(i), "hidden_fraction": (i % 10) / 10,
+               "return": 0.0, "length": 80.0, "max_box_move_prep": 0.5, "max_box_move": 1.0,
+               "num_box_lock_prep": 1.0, "num_box_lock": 0.0, "max_ramp_move_prep": 0.2, "max_ramp_move": 0.4,
+               "num_ramp_lock_prep": 0.0, "num_ramp_lock": 1.0}
+    if phase:
+        episode.update(doors_blocked_prep=(i % 2) / 2, fort_prep=float(i % 4 == 0), hider_in_room=0.7,
+                       seeker_in_room=0.1, first_seen_step=float(i % 30))
+    return {**episode, **overrides}
+
+
+def log_of(episodes: list[dict[str, float]], per_report: int = 10) -> MetricsLog:
+    """A metrics log fed as the trainer feeds it: reports stamped with samples trained and time."""
+    log = MetricsLog(None)
+    for n, start in enumerate(range(0, len(episodes), per_report)):
+        log.add({"role": "trainer", "srl_worker": "trainer-0", "time": 100.0 + 30 * n, "version": n,
+                 "env_steps_consumed": 1000 * n, "episodes": episodes[start:start + per_report],
+                 "train": {"policy_loss": 0.1, "value_loss": 1.0 / (n + 1), "entropy": 0.6}})
+    return log
+
+
+def test_progress_postfix_names_team_figures_for_hide_and_seek():
+    episodes = [hide_and_seek_episode(i) for i in range(100)]
+    postfix = progress_postfix(log_of(episodes))
+    last = episodes[-20:]
+    assert list(postfix) == ["hider_ret", "seeker_ret", "hidden", "fort"]  # not the zero-sum "ret"
+    assert postfix["hider_ret"] == f"{np.mean([e['hider_return'] for e in last]):.1f}" == "89.5"
+    assert postfix["seeker_ret"] == "-89.5"
+    assert postfix["hidden"] == f"{np.mean([e['hidden_fraction'] for e in last]):.2f}"
+    assert postfix["fort"] == f"{np.mean([e['fort_prep'] for e in last]):.2f}" == "0.25"
+
+
+def test_progress_postfix_handles_older_runs_nan_and_single_agent_envs():
+    older = progress_postfix(log_of([hide_and_seek_episode(i, phase=False) for i in range(30)]))
+    assert list(older) == ["hider_ret", "seeker_ret", "hidden"]  # no fort_prep in runs before it existed
+    undefined = progress_postfix(log_of([hide_and_seek_episode(i, fort_prep=math.nan) for i in range(30)]))
+    assert undefined["fort"] == "-"
+    some_nan = log_of([hide_and_seek_episode(i, fort_prep=math.nan if i % 2 else 1.0) for i in range(30)])
+    assert progress_postfix(some_nan)["fort"] == "1.00"  # NaN left out of the mean, not poisoning it
+    cartpole = [{"return": float(r), "length": float(r)} for r in range(50)]
+    assert progress_postfix(log_of(cartpole)) == {"ret": f"{np.mean(range(30, 50)):.1f}"}
+    assert progress_postfix(MetricsLog(None)) == {"ret": "-"}
+
+
+def test_panel_header_shows_the_env_figures(tmp_path):
+    for name, episodes, expected, absent in (
+            ("hs", [hide_and_seek_episode(i) for i in range(40)],
+             ("hider return <b>29.50</b>", "seeker return <b>-29.50</b>", "hidden fraction <b>", "fort rate <b>0.25</b>"),
+             "last 20 episodes: return"),
+            ("cartpole", [{"return": 10.0, "length": 10.0}] * 25, ("last 20 episodes: return <b>10.00</b>",),
+             "hider")):
+        history = srl_lab.open_run(str(write_run(tmp_path / name, log_of(episodes).records)))
+        with pytest.raises(ValueError, match="x must be one of"):
+            history.panel(x_axis="wall")
+        panel = history.panel(x_axis="time")
+        try:
+            assert all(part in panel.header.value for part in expected), panel.header.value
+            assert absent not in panel.header.value
+        finally:
+            panel.close()
+
+
+def write_run(run_dir: Path, records: list[dict]) -> Path:
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps({"run_id": run_dir.name, "name": run_dir.name}))
+    (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    return run_dir
+
+
+def naive_rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
+    out = np.full(len(values), np.nan)
+    for i in range(len(values)):
+        chunk = values[max(0, i - window + 1):i + 1]
+        if np.isfinite(chunk).any():
+            out[i] = np.nanmean(chunk)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3) | st.just(math.nan), max_size=80), st.integers(1, 30))
+def test_rolling_mean_matches_a_numpy_reference(values, window):
+    values = np.asarray(values, dtype=np.float64)
+    got = rolling_mean(values, window)
+    assert got.shape == values.shape
+    np.testing.assert_allclose(got, naive_rolling_mean(values, window), rtol=1e-9, atol=1e-9)
+
+
+def panel_lines(fig) -> dict[str, dict]:
+    """Panel title -> {key: (smoothed line, raw line)} as drawn."""
+    panels = {}
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        lines = ax.get_lines()
+        smoothed = {line.get_label(): line for line in lines if not line.get_label().startswith("_")}
+        raw = [line for line in lines if line.get_label().startswith("_")]
+        panels[legend.get_title().get_text()] = {
+            key: (line, next(r for r in raw if r.get_color() == line.get_color())) for key, line in smoothed.items()}
+    return panels
+
+
+def test_hide_and_seek_curves_draw_phase_metrics_smoothed_over_raw():
+    episodes = [hide_and_seek_episode(i) for i in range(300)]
+    fig = build_figure(log_of(episodes))
+    panels = panel_lines(fig)
+    assert "return" not in panels  # the zero-sum mean agent return says nothing in a team game
+    assert set(panels["fort and rooms"]) == {"doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room"}
+    assert set(panels["first sight of a hider"]) == {"first_seen_step"}
+    assert {"team returns", "fraction of play steps hidden", "box moves", "box locks", "losses"} <= set(panels)
+    smoothed, raw = panels["team returns"]["hider_return"]
+    ys = np.array([e["hider_return"] for e in episodes])
+    np.testing.assert_allclose(raw.get_ydata(), ys)  # the raw data, faint and behind the mean
+    assert raw.get_alpha() < 0.5 and raw.get_zorder() < smoothed.get_zorder()
+    np.testing.assert_allclose(smoothed.get_ydata(), rolling_mean(ys, 30))
+    assert fig.axes[0].get_xlabel() == "samples trained (agent steps)" and fig.axes[0].get_ylabel()
+    fig.canvas.draw()
+    for ax in fig.axes:  # legends sit outside the axes: they cover no data
+        legend, frame = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.y0 >= frame.y1 - 1, ax.get_legend().get_title().get_text()
+
+
+def test_curves_render_without_phase_metrics_or_with_nan_and_against_time():
+    older = build_figure(log_of([hide_and_seek_episode(i, phase=False) for i in range(50)]))
+    assert not {"fort and rooms", "first sight of a hider"} & set(panel_lines(older))
+    nan = {key: math.nan for key in PHASE_KEYS}
+    log = log_of([hide_and_seek_episode(i, **nan) for i in range(50)])
+    undefined = panel_lines(build_figure(log))
+    assert set(undefined["fort and rooms"]) == {f"{key} (not defined)" for key in PHASE_KEYS[:4]}
+    assert set(undefined["first sight of a hider"]) == {"first_seen_step (not defined)"}
+    assert render_png(log).startswith(PNG_SIGNATURE)
+    cartpole = log_of([{"return": float(i), "length": 10.0} for i in range(50)])  # 5 reports, 30 s apart
+    fig = build_figure(cartpole, x="time")
+    assert set(panel_lines(fig)) == {"return", "losses"}
+    assert fig.axes[0].get_xlabel() == "wall-clock time (s)" and fig.axes[0].get_ylabel() == "return per episode"
+    assert panel_lines(fig)["return"]["return"][0].get_xdata().max() == 120.0  # seconds since the first report
+    assert render_png(MetricsLog(None), x="time").startswith(PNG_SIGNATURE)
+    with pytest.raises(ValueError, match="env_steps"):
+        build_figure(cartpole, x="wall")
+
+
+def test_a_trainer_busy_in_an_update_reads_training_not_starting():
+    sup = Supervisor(timeout_s=5.0)
+    beat = {"srl_worker": "trainer-0", "role": "trainer", "inc": 1, "pid": 1, "host": "h"}
+
+    def state(now: float) -> str:
+        return worker_state(sup.snapshot()[0].get("trainer-0"), now, silent_after_s=5.0)
+
+    assert state(0.0) == "starting"  # no heartbeat yet
+    sup.on_heartbeat({**beat, "phase": "busy", "busy_s": 3.0}, now=1.0)  # a long load while starting up
+    assert state(1.5) == "starting"
+    sup.on_heartbeat({**beat, "phase": "running"}, now=2.0)
+    assert state(2.5) == "running"
+    sup.on_heartbeat({**beat, "phase": "busy", "busy_s": 1.0}, now=3.0)  # inside ctx.busy(): an update
+    assert state(3.5) == "training"
+    assert state(9.0) == "silent"
+    sup.on_heartbeat({"srl_worker": "actor-0", "role": "actor", "inc": 2, "phase": "running"}, now=3.0)
+    sup.on_heartbeat({"srl_worker": "actor-0", "role": "actor", "inc": 2, "phase": "busy"}, now=4.0)
+    assert worker_state(sup.snapshot()[0]["actor-0"], 4.5, 5.0) == "busy"
+    assert STATE_COLOURS["training"] == STATE_COLOURS["running"] != STATE_COLOURS["starting"]
+    table = rows_html(worker_rows({"version": 3, "workers": [
+        {"worker": "trainer-0", "role": "trainer", "state": "training", "host": "h"}]}))
+    assert "data-state='training'" in table and STATE_COLOURS["running"] in table
 
 
 def test_recipe_flags_and_short_mode(monkeypatch):

@@ -68,8 +68,8 @@ def worker(run: Run, worker_id: str) -> dict:
 
 
 def replaced_and_running(run: Run, worker_id: str, old_pid: int) -> bool:
-    w = worker(run, worker_id)
-    return w["state"] == "running" and w["restarts"] >= 1 and w["pid"] != old_pid
+    w = worker(run, worker_id)  # a trainer inside an update reads "training": up and working too
+    return w["state"] in ("running", "training") and w["restarts"] >= 1 and w["pid"] != old_pid
 
 
 def version(run: Run) -> int:

@@ -50,9 +50,9 @@ class RunHistory:
                 "episodes": len(self.metrics.episodes), "mean_return_last_20": self.metrics.mean_return(20),
                 "dashboard": None}
 
-    def png(self) -> bytes:
-        """The learning curves as PNG bytes (the same figure a live panel shows)."""
-        return render_png(self.metrics, title=f"{self.run_id} ({self.state})")
+    def png(self, x: str = "env_steps") -> bytes:
+        """The learning curves as PNG bytes (the same figure a live panel shows); ``x``: "env_steps" or "time"."""
+        return render_png(self.metrics, title=f"{self.run_id} ({self.state})", x=x)
 
     def _repr_png_(self) -> bytes:
         return self.png()

@@ -21,11 +21,11 @@ import ipywidgets as widgets
 
 from srl_lab.cluster import slot_count
 from srl_lab.config import ExperimentConfig
-from srl_lab.curves import render_png
+from srl_lab.curves import check_x_axis, render_png
 from srl_lab.notebook.pump import Renderer, Timing, UiPump
 from srl_lab.notebook.table import reported_workers, rows_html, worker_rows
 from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
-from srl_lab.system.metrics import MetricsLog
+from srl_lab.system.metrics import MetricsLog, headline
 
 FULL_CONTROL = frozenset({"start", "scale", "ring", "pause", "checkpoint", "stop"})
 MIN_IMAGE_INTERVAL_S = 0.5  # re-render a figure at most this often; workers report at ~1 Hz anyway
@@ -35,10 +35,14 @@ NOTE_COLOURS = {"info": "#0550ae", "warning": "#9a6700", "error": "#cf222e"}
 class Panel:
     """``run.panel()``: controls, worker table and live curves; displays as its widget."""
 
-    def __init__(self, source: Any, refresh_hz: float = 4.0, max_actors: int | None = None):
+    def __init__(self, source: Any, refresh_hz: float = 4.0, max_actors: int | None = None,
+                 x_axis: str = "env_steps"):
+        """``x_axis``: plot the curves against "env_steps" (samples trained) or "time" (wall-clock)."""
         if not 2.0 <= refresh_hz <= 5.0:
             raise ValueError(f"refresh_hz must be within 2-5 Hz, got {refresh_hz}")
+        check_x_axis(x_axis)
         self.source = source
+        self.x_axis = x_axis
         self.capabilities: frozenset[str] = getattr(source, "capabilities", FULL_CONTROL)
         self.timing = Timing()
         self._period = 1.0 / refresh_hz
@@ -156,7 +160,8 @@ class Panel:
             self._trained_at_render, self._curves_at = trained, now
             snapshot = MetricsLog(None)
             snapshot.episodes, snapshot.train = list(metrics.episodes), list(metrics.train)
-            self._render("curves", lambda: render_png(snapshot, title=self.source.run_id))
+            title, x_axis = self.source.run_id, self.x_axis
+            self._render("curves", lambda: render_png(snapshot, title=title, x=x_axis))
         self._throughput_stale |= self._series.update(metrics)
         if (self._throughput_stale or not self.throughput.value) and not self._busy("throughput") \
                 and (not live or now - self._throughput_at >= MIN_IMAGE_INTERVAL_S):
@@ -203,7 +208,7 @@ class Panel:
         parts = [f"<b>{html.escape(status['run_id'])}</b>", f"state: <b>{state}</b>",
                  f"env steps: {status['env_steps']:,}", f"env steps/s: {status['env_steps_per_s'] or 0:,.0f}",
                  f"policy version: {status['version']}", f"episodes: {status['episodes']:,}",
-                 f"return (last 20): {_number(status['mean_return_last_20'])}"]
+                 _headline_html(self.source.metrics)]
         if status.get("dashboard"):
             link = html.escape(status["dashboard"])
             parts.append(f"<a href='{link}' target='_blank' class='srl-dashboard'>Dask dashboard</a>")
@@ -388,6 +393,12 @@ class Panel:
         for widget in parts:
             if widget is not None:
                 widget.close()
+
+
+def _headline_html(log: MetricsLog, last: int = 20) -> str:
+    """The figures that mean something for this env: team returns, hidden, fort rate; or the return."""
+    shown = ", ".join(f"{html.escape(label)} <b>{_number(value)}</b>" for label, _, value in headline(log, last))
+    return f"<span class='srl-headline'>last {last} episodes: {shown}</span>"
 
 
 def _number(value: float) -> str:

@@ -66,8 +66,9 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 
 HEADER = ("worker", "role", "host", "state", "env steps/s", "inference ms", "policy lag", "restarts")
-STATE_COLOURS = {"running": "#1a7f37", "starting": "#9a6700", "pending": "#9a6700", "finished": "#57606a",
-                 "stopped": "#57606a", "error": "#cf222e", "lost": "#cf222e", "silent": "#cf222e"}
+STATE_COLOURS = {"running": "#1a7f37", "training": "#1a7f37", "busy": "#1a7f37", "starting": "#9a6700",
+                 "pending": "#9a6700", "finished": "#57606a", "stopped": "#57606a", "error": "#cf222e",
+                 "lost": "#cf222e", "silent": "#cf222e"}
 
 
 def rows_html(rows: list[WorkerRow]) -> str:

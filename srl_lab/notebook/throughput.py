@@ -1,7 +1,8 @@
 """Env steps per second over time, per actor worker and in total, as a PNG for the panel.
 
-The learning curves (``srl_lab.curves``) are plotted against env steps; throughput needs wall-clock
-time, so it is folded in here incrementally from the actors' metrics records.
+The learning curves (``srl_lab.curves``) are plotted against samples trained unless asked for
+wall-clock time; throughput is always against wall-clock time, so it is folded in here incrementally
+from the actors' metrics records.
 """
 from __future__ import annotations
 
@@ -53,19 +54,21 @@ class ThroughputSeries:
 
 
 def render_throughput_png(series: ThroughputSeries, width: float = 11.0, dpi: int = 80) -> bytes:
-    fig = Figure(figsize=(width, 2.4), dpi=dpi)
+    fig = Figure(figsize=(width, 2.4), dpi=dpi, layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     if series.times:
         ax.plot(series.times, series.total, color="black", linewidth=1.8, label="total",
                 drawstyle="steps-post")
         for worker, (xs, ys) in sorted(series.per_actor.items()):
             ax.plot(xs, ys, linewidth=0.8, alpha=0.7, label=worker)
-        ax.legend(fontsize=7, loc="upper left", ncol=6)
+        # Above the axes, titled, so it never covers the curves.
+        ax.legend(title="env steps/s", title_fontproperties={"size": 9, "weight": "bold"}, fontsize=7,
+                  loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=8, frameon=False, borderaxespad=0.2)
     else:
         ax.text(0.5, 0.5, "waiting for the actors' first reports...", ha="center", transform=ax.transAxes)
-    ax.set_title("env steps/s", fontsize=9)
-    ax.set_xlabel("seconds", fontsize=8)
-    fig.tight_layout()
+        ax.set_title("env steps/s", fontsize=9)
+    ax.set_xlabel("wall-clock time (s)", fontsize=8)
+    ax.set_ylabel("env steps/s", fontsize=8)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()

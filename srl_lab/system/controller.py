@@ -43,10 +43,10 @@ from srl_lab.system.control import (
     stop_event_name,
 )
 from srl_lab.system.data_parallel import rendezvous_name
-from srl_lab.system.metrics import MetricsLog
+from srl_lab.system.metrics import MetricsLog, progress_postfix
 from srl_lab.system.policy_worker import policy_worker
 from srl_lab.system.sample_stream import account, ledger_key, sample_service
-from srl_lab.system.supervisor import Supervisor
+from srl_lab.system.supervisor import Supervisor, worker_state
 from srl_lab.system.trainer_worker import trainer_worker
 
 STOP_TIMEOUT_S = 120.0
@@ -393,8 +393,7 @@ class Run:
             record, beat = latest.get(worker_id, {}), beats.get(worker_id)
             state = future.status
             if state == "pending":
-                state = ("starting" if beat is None else "silent" if now - beat.last_seen > SILENT_AFTER_S
-                         else "running" if beat.phase == "running" else "starting")
+                state = worker_state(beat, now, SILENT_AFTER_S)
             workers.append({"worker": worker_id, "role": worker_id.split("-")[0], "state": state,
                             "host": beat.host if beat else record.get("host"),
                             "pid": beat.pid if beat else record.get("pid"),
@@ -467,7 +466,7 @@ class Run:
             while True:
                 self._raise_if_failed()
                 steps = self.metrics.env_steps()
-                bar.set_postfix(ret=f"{self.metrics.mean_return(20):.1f}", refresh=False)
+                bar.set_postfix(progress_postfix(self.metrics, 20), refresh=False)
                 bar.update(steps - bar.n)
                 if env_steps is not None and steps >= env_steps:
                     break

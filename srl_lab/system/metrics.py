@@ -12,6 +12,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+HEADLINE_SCAN = 2000  # newest episodes a headline looks at: plenty for 20 of each key, cheap at 4 Hz
+
 
 class MetricsLog:
     def __init__(self, path: str | None = None, resume: bool = False):
@@ -59,6 +61,31 @@ class MetricsLog:
         values = self.returns(key)[-last:]
         return float(values.mean()) if len(values) else float("nan")
 
+    def recent_means(self, keys: Iterable[str], last: int = 20, scan: int = HEADLINE_SCAN) -> dict[str, float]:
+        """Mean of each key over the newest ``last`` episodes carrying it, among the newest ``scan``.
+
+        NaN values are left out of a mean (NaN if nothing else is left); keys carried by none of
+        those episodes are absent from the result.
+        """
+        keys = list(keys)
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            recent = self.episodes[-scan:]
+        for episode in reversed(recent):
+            for key in keys:
+                if key in episode and len(found.setdefault(key, [])) < last:
+                    found[key].append(as_float(episode[key]))
+            if len(found) == len(keys) and all(len(v) >= last for v in found.values()):
+                break
+        return {key: _nanmean(values) for key, values in found.items()}
+
+    def recent_keys(self, keys: Iterable[str], scan: int = HEADLINE_SCAN) -> set[str]:
+        """Which of ``keys`` the newest ``scan`` episodes carry."""
+        keys = set(keys)
+        with self._lock:
+            recent = self.episodes[-scan:]
+        return {key for key in keys if any(key in e for e in recent)}
+
     def workers(self, role: str | None = None) -> dict[str, dict[str, Any]]:
         with self._lock:
             return {w: r for w, r in self.latest.items() if role is None or r.get("role") == role}
@@ -85,6 +112,19 @@ def _read(path: str) -> Iterable[dict[str, Any]]:
                     continue
 
 
+def as_float(value: Any) -> float:
+    """A number from a metrics value; NaN for None or anything else that is not one."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _nanmean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -93,9 +133,55 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def smooth(values: Iterable[float], window: int) -> np.ndarray:
-    values = np.asarray(list(values), dtype=np.float64)
-    if len(values) < window or window <= 1:
-        return values
-    kernel = np.ones(window) / window
-    return np.convolve(values, kernel, mode="valid")
+def rolling_mean(values: Iterable[float], window: int) -> np.ndarray:
+    """Trailing mean over the last ``window`` values at each point, NaN values left out.
+
+    Same length as ``values``: the first points average what there is so far, so a curve starts
+    where its data starts. A point whose window holds no finite value is NaN (e.g. a statistic
+    that some scenarios do not define).
+    """
+    values = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
+    window = max(1, int(window))
+    finite = np.isfinite(values)
+    sums = np.concatenate(([0.0], np.cumsum(np.where(finite, values, 0.0))))
+    counts = np.concatenate(([0], np.cumsum(finite)))
+    ends = np.arange(1, len(values) + 1)
+    starts = np.maximum(ends - window, 0)
+    n = counts[ends] - counts[starts]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (sums[ends] - sums[starts]) / n, np.nan)
+
+
+# What the progress bar and the panel header headline, by the keys the episodes carry: team games
+# (hide-and-seek) report each team's return, because their mean agent return is zero by design.
+TEAM_KEYS = ("hider_return", "seeker_return")
+TEAM_HEADLINE = (  # (label, short label, episode key)
+    ("hider return", "hider_ret", "hider_return"),
+    ("seeker return", "seeker_ret", "seeker_return"),
+    ("hidden fraction", "hidden", "hidden_fraction"),
+    ("fort rate", "fort", "fort_prep"),
+)
+SINGLE_HEADLINE = (("return", "ret", "return"),)
+
+
+def headline(log: MetricsLog, last: int = 20) -> list[tuple[str, str, float]]:
+    """(label, short label, mean over the last ``last`` episodes carrying the key) to show first.
+
+    Keys no recent episode carries (an older run, another env) are left out; a key whose recent
+    values are all NaN reads NaN. Before any episode ends this is the return, NaN.
+    """
+    spec = TEAM_HEADLINE if log.recent_keys(TEAM_KEYS) else SINGLE_HEADLINE
+    means = log.recent_means([key for _, _, key in spec], last)
+    shown = [(label, short, means[key]) for label, short, key in spec if key in means]
+    return shown or [(label, short, float("nan")) for label, short, _ in SINGLE_HEADLINE]
+
+
+def progress_postfix(log: MetricsLog, last: int = 20) -> dict[str, str]:
+    """The progress bar's postfix: e.g. ``hider_ret=3.1, seeker_ret=-3.1, hidden=0.42, fort=0.05``."""
+    return {short: _short_number(value, label) for label, short, value in headline(log, last)}
+
+
+def _short_number(value: float, label: str) -> str:
+    if not np.isfinite(value):
+        return "-"
+    return f"{value:.1f}" if "return" in label else f"{value:.2f}"

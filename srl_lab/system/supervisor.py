@@ -114,4 +114,22 @@ class Supervisor:
             return dict(self.current), list(self.faults)
 
 
+def worker_state(beat: Incarnation | None, now: float, silent_after_s: float) -> str:
+    """What a pending worker is doing, from its newest heartbeat, for ``Run.status()``.
+
+    A worker inside ``ctx.busy()`` beats with phase "busy". Once it has been seen running, that is
+    its main loop at work (a trainer's update reads "training"), not a start-up; busy before it ever
+    ran (e.g. a long load during start-up) still reads "starting".
+    """
+    if beat is None:
+        return "starting"
+    if now - beat.last_seen > silent_after_s:
+        return "silent"
+    if beat.phase == "running":
+        return "running"
+    if beat.phase == "busy" and beat.running_at is not None:
+        return "training" if beat.role == "trainer" else "busy"
+    return "starting"
+
+
 _BEAT_FIELDS = {"srl_worker", "worker", "role", "inc", "phase", "pid", "host", "dask_worker"}
