@@ -57,18 +57,20 @@ def _recipe():
     return module
 
 
-def _episodes(records: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(times, values)`` of every self-play episode that reported ``key`` (finite values only)."""
-    points = [(r["time"], float(r[key])) for r in records
-              if r.get("kind") == "episode" and isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+def _episodes(episodes: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, values)`` of every episode that reported ``key`` (finite values only), in time order.
+
+    ``episodes`` are ``run.metrics.episodes``: stamped with the time the trainer reported them."""
+    points = [(e["time"], float(e[key])) for e in episodes
+              if isinstance(e.get(key), (int, float)) and math.isfinite(e[key]) and e.get("time") is not None]
     points.sort()
     return np.array([t for t, _ in points]), np.array([v for _, v in points])
 
 
-def minutes_to(records: list[dict[str, Any]], key: str, threshold: float, direction: int, window: int,
+def minutes_to(episodes: list[dict[str, Any]], key: str, threshold: float, direction: int, window: int,
                start: float) -> float | None:
     """Minutes from ``start`` until the rolling mean of ``key`` over ``window`` episodes crossed ``threshold``."""
-    times, values = _episodes(records, key)
+    times, values = _episodes(episodes, key)
     if len(values) < window:
         return None
     rolling = np.convolve(values, np.ones(window) / window, mode="valid")
@@ -76,40 +78,43 @@ def minutes_to(records: list[dict[str, Any]], key: str, threshold: float, direct
     return None if not len(hit) else float((times[hit[0] + window - 1] - start) / 60)
 
 
-def last_fraction_mean(records: list[dict[str, Any]], key: str, fraction: float = 0.1) -> float | None:
-    _, values = _episodes(records, key)
+def last_fraction_mean(episodes: list[dict[str, Any]], key: str, fraction: float = 0.1) -> float | None:
+    """Mean of ``key`` over the newest ``fraction`` of the episodes that reported it."""
+    _, values = _episodes(episodes, key)
     if not len(values):
         return None
     return float(values[-max(1, int(len(values) * fraction)):].mean())
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--episodes", type=int, default=200, help="evaluation episodes per arm")
     parser.add_argument("--window", type=int, default=200, help="episodes in the rolling means of the milestones")
     parser.add_argument("--size", default="laptop", help="showcase size (short: a CI smoke run)")
     parser.add_argument("--run-dir", default=f"runs/bench-hide-and-seek-{time.strftime('%Y%m%d-%H%M%S')}")
+    parser.add_argument("--scheduler", default=None, help="Dask scheduler address (default: embedded cluster)")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE", help="PPOConfig overrides")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
                              "--eval-episodes", str(args.episodes),
+                             *(["--scheduler", args.scheduler] if args.scheduler else []),
                              *(arg for assignment in args.ppo for arg in ("--ppo", assignment))])
     run, evaluation = result.pop("run"), result.pop("evaluation")
-    records = list(run.metrics.records)
-    episode_times = [r["time"] for r in records if r.get("kind") == "episode" and "time" in r]
+    episodes = list(run.metrics.episodes)
+    episode_times = [e["time"] for e in episodes if e.get("time") is not None]
     start = min(episode_times) if episode_times else time.time()
-    reached = {name: minutes_to(records, key, threshold, direction, args.window, start)
+    reached = {name: minutes_to(episodes, key, threshold, direction, args.window, start)
                for name, (key, threshold, direction) in MILESTONES.items()}
     print(json.dumps({
-        "fort_rate": last_fraction_mean(records, "fort_prep"),
+        "fort_rate": last_fraction_mean(episodes, "fort_prep"),
         "minutes_to_fort": reached["fort"],
         "seeker_gain_pts": evaluation["seeker_gain_pts"],
         "hider_gain_pts": evaluation["hider_gain_pts"],
         "minutes_to": reached,
         "evaluation": evaluation,
-        "training_last_10pct": {key: last_fraction_mean(records, key) for key in (
+        "training_last_10pct": {key: last_fraction_mean(episodes, key) for key in (
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,

@@ -174,3 +174,53 @@ def test_ppo_gaussian_head_swings_up_the_pendulum_in_the_runtime(dask_client, tm
         run.stop()
     print(f"PPO on Pendulum-v1: mean return {status['mean_return_last_20']:.1f} after {status['env_steps']} env steps")
     assert status["mean_return_last_20"] >= -400.0, status
+
+
+def _gradient(policy) -> torch.Tensor:
+    """Every parameter's gradient, flattened (zeros where the loss does not reach it)."""
+    return torch.cat([(torch.zeros_like(p) if p.grad is None else p.grad).reshape(-1) for p in policy.parameters()])
+
+
+def _policy_gradient(policy, loss: torch.Tensor) -> torch.Tensor:
+    policy.zero_grad(set_to_none=True)
+    loss.backward()
+    return _gradient(policy)
+
+
+def test_vtrace_corrects_stale_samples_to_the_truncated_importance_weighted_gradient():
+    """Behaviour log-probs far from the current policy (samples several versions old): in V-trace mode
+    the first gradient step is grad log pi * min(rho_bar, pi/mu) * (r + gamma vs' - V), normalised
+    (numpy V-trace reference); plain PPO, whose ratio starts outside the clip, keeps no gradient for most."""
+    from test_advantages import reference_vtrace
+
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    rng = np.random.default_rng(0)
+    batch["logp"] = (batch["logp"] + rng.normal(0.0, 0.6, batch["logp"].shape)).astype(np.float32)  # stale mu
+    T, B = batch["rewards"].shape
+    config = dataclasses.replace(SMALL, epochs=1, minibatch_size=T * B, advantage="vtrace", ent_coef=0.0,
+                                 vf_coef=0.0, max_grad_norm=1e9, lr=1e-3)
+    obs = {"obs": torch.as_tensor(batch["obs"]).reshape(T * B, -1)}["obs"]
+    actions = torch.as_tensor(batch["actions"]).reshape(T * B)
+    with torch.no_grad():
+        logp_now, _, values_now = policy.evaluate(obs, actions)
+    log_rhos = logp_now.numpy().reshape(T, B) - batch["logp"]
+    adv, _ = reference_vtrace(batch["rewards"], values_now.numpy().reshape(T, B), batch["terminated"],
+                              batch["truncated"], batch["trunc_values"], batch["last_value"], log_rhos,
+                              config.gamma, config.vtrace_rho_bar, config.vtrace_c_bar, config.gae_lambda)
+    adv = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
+    adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
+    logp, _, _ = policy.evaluate(obs, actions)
+    expected = _policy_gradient(policy, -(adv * logp).mean())
+
+    before = [p.detach().clone() for p in policy.parameters()]
+    captured = []
+    algorithm = PPO(policy, config)
+    algorithm.optimizer.step = lambda: captured.append(_gradient(policy))  # the one minibatch step's
+    stats = algorithm.train(batch, version=0)
+    torch.testing.assert_close(captured[0], expected, rtol=1e-4, atol=1e-6)
+    assert stats["clip_frac"] == 0.0 and abs(stats["approx_kl"]) < 1e-6  # measured from the current policy
+    assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters()))
+
+    plain = PPO(cartpole_policy(), dataclasses.replace(config, advantage="gae")).train(batch, version=0)
+    assert plain["clip_frac"] > 0.3, plain  # the behaviour ratio of stale samples sits outside the clip

@@ -1,0 +1,94 @@
+"""The one hide-and-seek configuration, the head-to-head evaluation and the pure self-play benchmark."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from srl_lab.envs.hide_and_seek.evaluate import gains, hidden_fraction, play
+from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"loaded_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_size_is_a_valid_self_play_config(size):
+    config = showcase_config(size, actors=2).validate()
+    assert config.actors.workers == 2
+    assert config.env.kwargs.get("random_opponents", 0.0) == 0.0  # self-play only
+    assert config.ppo.advantage == "vtrace" and config.trainer.max_version_lag >= 1
+
+
+def test_keywords_override_the_size_and_a_bad_size_is_named():
+    config = showcase_config("laptop", hiders=2, seekers=3, hidden=96)
+    assert (config.env.kwargs["n_hiders"], config.env.kwargs["n_seekers"]) == (2, 3)
+    assert config.policy.factory.keywords["hidden"] == 96
+    with pytest.raises(ValueError, match="size must be one of"):
+        showcase_config("huge")
+
+
+def test_notebook_02_and_the_recipe_train_the_showcase_config():
+    notebook = _load(ROOT / "recipes" / "02_hide_and_seek.py")
+    from srl_lab.notebook.recipe import recipe_args
+
+    args = recipe_args([], actors=1, minutes=1.0)
+    assert notebook.make_config(args).to_dict() == showcase_config(actors=1).to_dict()
+    recipe = _load(ROOT / "recipes" / "hide_and_seek.py")
+    parsed, _ = recipe.parse_args([])
+    assert parsed.size == "laptop" and parsed.random_opponents == 0.0
+
+
+def test_play_uses_the_same_scenes_for_every_pairing():
+    assert play(None, None, 16, seed=3, n_hiders=1, n_seekers=1) == play(None, None, 16, seed=3, n_hiders=1,
+                                                                        n_seekers=1)
+    assert hidden_fraction(None, None, 16, seed=3, n_hiders=1, n_seekers=1) == play(None, None, 16, seed=3,
+                                                                                   n_hiders=1, n_seekers=1)
+
+
+def test_milestone_times_come_from_the_rolling_mean():
+    bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
+    records = [{"time": 100.0 + 6 * i, "fort_prep": float(i >= 10)} for i in range(20)]
+    # window 4: the rolling mean first reaches 0.5 over episodes 10..13's window that holds two ones
+    assert bench.minutes_to(records, "fort_prep", 0.5, +1, 4, start=100.0) == pytest.approx(6 * 11 / 60)
+    assert bench.minutes_to(records, "fort_prep", 0.5, -1, 4, start=100.0) == pytest.approx(6 * 3 / 60)
+    assert bench.minutes_to(records, "fort_prep", 2.0, +1, 4, start=100.0) is None
+    assert bench.last_fraction_mean(records, "fort_prep", 0.25) == 1.0
+    assert bench.last_fraction_mean(records, "missing") is None
+
+
+@pytest.mark.slow
+def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
+    bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
+    bench.main(["--size", "short", "--minutes", "0.3", "--episodes", "8", "--window", "5",
+                "--run-dir", str(tmp_path / "run"), "--scheduler", dask_client.scheduler.address])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["updates"] >= 1 and report["env_steps"] > 0
+    assert 0.0 <= report["fort_rate"] <= 1.0
+    assert set(report["minutes_to"]) == set(bench.MILESTONES)
+    for key in ("seeker_gain_pts", "hider_gain_pts"):
+        assert -100.0 <= report[key] <= 100.0
+    assert report["evaluation"]["episodes_per_arm"] == 8
+    assert (tmp_path / "run" / "curve.png").exists()
+
+
+def test_gains_are_zero_when_the_trained_policy_plays_randomly():
+    """A 'trained' policy that acts uniformly at random gains nothing beyond sampling noise."""
+    import torch
+
+    from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
+    from srl_lab.models.entity_attention import EntityAttentionPolicy
+
+    torch.manual_seed(0)
+    env = HideAndSeekLite(1, n_hiders=1, n_seekers=1)
+    policy = EntityAttentionPolicy(env.observation_space, env.action_space, hidden=16, embed=8, heads=2)
+    result = gains(policy, 64, seed=1, n_hiders=1, n_seekers=1)  # small-scale head init: ~uniform actions
+    assert abs(result["seeker_gain_pts"]) < 10 and abs(result["hider_gain_pts"]) < 10, result
