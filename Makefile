@@ -23,10 +23,11 @@ test: $(STAMP) chromium
 bench: $(STAMP)
 	$(PY) benchmarks/cartpole_throughput.py
 	$(PY) benchmarks/hide_and_seek_env.py
+	$(PY) benchmarks/hide_and_seek_throughput.py
 	$(PY) benchmarks/pendulum.py
 	$(PY) benchmarks/scaling.py
 
-# Long runs, not in CI: 20 minutes of hide-and-seek learning; 10 minutes of fault injection.
+# Long runs, not in CI: 30 minutes of hide-and-seek self-play learning; 10 minutes of fault injection.
 bench-long: $(STAMP)
 	$(PY) benchmarks/hide_and_seek_learning.py
 	$(PY) benchmarks/soak.py
