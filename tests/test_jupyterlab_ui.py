@@ -1,7 +1,7 @@
 """The showcase notebook in a real JupyterLab, driven through Debian's chromium with Playwright.
 
 Open 02_hide_and_seek, run all cells, wait until the curve image has changed twice, move the actor
-control from 2 to 3 with the keyboard, and wait for the worker table to show 3 running actor workers
+control from 1 to 2 with the keyboard, and wait for the worker table to show 2 running actor workers
 (the embedded LocalCluster grows by one process for it). A screenshot of the panel is saved under
 ``runs/screenshots/``. Skipped, saying why, only when no chromium can be found.
 """
@@ -118,13 +118,13 @@ def test_showcase_notebook_in_jupyterlab(chromium, jupyterlab):
             page.wait_for_function("() => window.srlCurveTimes.length >= 2", timeout=180_000)
 
             handle = page.locator(".srl-actors .noUi-handle")
-            assert handle.get_attribute("aria-valuenow") == "2.0"
+            assert handle.get_attribute("aria-valuenow") == "1.0"
             handle.focus()
-            page.keyboard.press("ArrowRight")  # the actor control: 2 -> 3
-            assert handle.get_attribute("aria-valuenow") == "3.0"
-            page.wait_for_function(f"() => document.querySelectorAll(\"{RUNNING_ACTORS}\").length === 3",
+            page.keyboard.press("ArrowRight")  # the actor control: 1 -> 2
+            assert handle.get_attribute("aria-valuenow") == "2.0"
+            page.wait_for_function(f"() => document.querySelectorAll(\"{RUNNING_ACTORS}\").length === 2",
                                    timeout=180_000)
-            assert page.locator("table.srl-workers tr[data-role='actor']").count() == 3
+            assert page.locator("table.srl-workers tr[data-role='actor']").count() == 2
             page.wait_for_function(TRAINED, timeout=180_000)  # a few updates in, so the screenshot has curves
             seen = page.evaluate("() => window.srlCurveTimes.length")
             page.wait_for_function(f"() => window.srlCurveTimes.length > {seen}", timeout=60_000)

@@ -7,7 +7,7 @@
 - ``"laptop"`` (default): 1 hider vs 1 seeker in the quadrant room on a 2-core machine: the
   64-wide entity-attention model (its self-context projection computed once per row), env groups
   of 64 envs (128 rows per inference call: a call's fixed cost dominates at 64), and one PPO epoch
-  over 10k-step batches in four minibatches. The trainer is the bottleneck on 2 cores and one actor
+  over 12k-step batches (three fragments of 32 steps) in four minibatches. The trainer is the bottleneck on 2 cores and one actor
   worker keeps it fed, so fresh samples are cheaper than reused ones: a second epoch would halve the
   samples trained per second for less than twice the learning (``benchmarks/hide_and_seek_throughput.py``
   measures it);
@@ -50,8 +50,8 @@ class _Sizing:
 _SIZINGS = {
     "short": _Sizing(1, 1, hidden=32, embed=16, heads=2, envs_per_group=4, fragment_length=20,
                      batch_steps=640, minibatch_size=320, epochs=1),
-    "laptop": _Sizing(1, 1, hidden=64, embed=32, heads=4, envs_per_group=64, fragment_length=40,
-                      batch_steps=10240, minibatch_size=2560, epochs=1),
+    "laptop": _Sizing(1, 1, hidden=64, embed=32, heads=4, envs_per_group=64, fragment_length=32,
+                      batch_steps=12288, minibatch_size=3072, epochs=1),
     "cluster": _Sizing(2, 2, hidden=128, embed=64, heads=4, envs_per_group=32, fragment_length=80,
                        batch_steps=16384, minibatch_size=4096, epochs=2),
 }
@@ -80,9 +80,11 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
                            fragment_length=s.fragment_length),
         inference=InferenceConfig(mode="inline"),
         policy=PolicyConfig(factory=model, mapping=mapping),
-        # A short receive buffer paces the actors to the trainer; fragments that still wait a few
-        # versions are corrected by V-trace (max_version_lag bounds the correction).
-        trainer=TrainerConfig(batch_steps=s.batch_steps, max_version_lag=8, buffer_fragments=4, device=device),
+        # A one-fragment receive buffer paces the actors to the trainer: an actor whose fragments the
+        # trainer has not taken blocks (and frees its core) instead of making fragments that would
+        # wait many versions in a queue. Those that still wait a few versions are corrected by
+        # V-trace; max_version_lag bounds the correction.
+        trainer=TrainerConfig(batch_steps=s.batch_steps, max_version_lag=8, buffer_fragments=1, device=device),
         # Returns are +-1 per step (up to +-horizon): normalised values keep the critic's gradient from
         # swamping the policy's under the shared grad-norm clip.
         ppo=PPOConfig(lr=6e-4, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
