@@ -17,6 +17,12 @@ rewards, preparation phase, grab, team-owned locks, episode statistics) and simp
   friction between bodies, floor friction on boxes only;
 * line of sight runs centre to centre; walls, boxes and ramps block it, agents do not.
 
+Each ended self-play episode reports ``spec.EPISODE_STAT_KEYS`` (returns, fraction hidden, box and
+ramp moves and locks, then the phase figures ``spec.PHASE_STAT_KEYS``: share of the room's doors
+blocked by hider-locked boxes and whether all are when preparation ends, by the rule in ``doors``;
+fractions of play steps with every hider / some seeker in the quadrant room; the first play step a
+hider is seen on), plus ``return`` and ``length``; NaN marks a figure a world leaves undefined.
+
 The kernels are compiled with numba when it is importable and run as plain Python otherwise
 (``SRL_LAB_NUMBA=0`` forces that), giving the same results.
 """
@@ -191,7 +197,7 @@ class HideAndSeekLite:
         obs = self._new_obs()
         begin_episode(e, self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._vis,
                       self._t, self._ret, self._acc, self._start, self.layout.n_hiders, n_boxes,
-                      self.prep_steps, *obs.values())
+                      self.prep_steps, self.scenario == "quadrant", *obs.values())
         return {k: v[e].copy() for k, v in obs.items()}
 
     def snapshot(self, env_index: int = 0) -> Scene:

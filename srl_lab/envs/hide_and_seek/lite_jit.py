@@ -31,7 +31,7 @@ except ImportError:
     NUMBA = False
 
 _HERE = Path(__file__).parent
-SOURCES = sorted(_HERE.glob("lite_*.py")) + [_HERE / "spec.py", _HERE / "scene.py"]
+SOURCES = sorted(_HERE.glob("lite_*.py")) + [_HERE / "spec.py", _HERE / "scene.py", _HERE / "doors.py"]
 
 
 def _sources_hash() -> str:

@@ -1,8 +1,10 @@
 """One lite hide-and-seek step for a batch of environments: actions, grab/lock, physics, rewards,
 statistics and observations, all inside one compiled loop.
 
-``acc[e]`` accumulates per-episode figures: hidden play steps, play steps, and the four
-preparation-phase statistics frozen when preparation ends (see ``STAT_*``).
+``acc[e]`` accumulates per-episode figures (see ``ACC_*``): hidden play steps, play steps, the
+preparation-phase statistics frozen when preparation ends (box/ramp moves and locks, doors blocked
+and fort), play steps with every hider / some seeker in the quadrant room, and the first play step
+a hider was seen on (plus one; 0 while none was).
 """
 from __future__ import annotations
 
@@ -11,16 +13,18 @@ import math
 import numpy as np
 
 from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.doors import BOX_COLUMNS, door_stats, in_room
 from srl_lab.envs.hide_and_seek.lite_geometry import gap_disc_box
 from srl_lab.envs.hide_and_seek.lite_jit import njit
 from srl_lab.envs.hide_and_seek.lite_physics import physics_step
-from srl_lab.envs.hide_and_seek.lite_scenarios import generate
+from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, generate
 from srl_lab.envs.hide_and_seek.lite_sense import update_visibility, write_obs
 
 NEUTRAL = (spec.FORCE_BUCKETS - 1) // 2
 ACC_HIDDEN, ACC_PLAY, ACC_BOX_MOVE, ACC_BOX_LOCK, ACC_RAMP_MOVE, ACC_RAMP_LOCK = range(6)
-ACC_SIZE = 6
-# Columns of ``stats``: spec.EPISODE_STAT_KEYS, then "return" and "length".
+ACC_DOORS_BLOCKED, ACC_FORT, ACC_HIDER_ROOM, ACC_SEEKER_ROOM, ACC_SEEN_AT = range(6, 11)
+ACC_SIZE = 11
+# Columns of ``stats``: spec.EPISODE_STAT_KEYS (its PHASE_STAT_KEYS last), then "return" and "length".
 N_STATS = len(spec.EPISODE_STAT_KEYS) + 2
 
 
@@ -92,10 +96,45 @@ def move_and_locks(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, kind: int)
 
 
 @njit
-def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.ndarray) -> None:
+def hider_locked_boxes(ob: np.ndarray, oi: np.ndarray) -> tuple[np.ndarray, int]:
+    """The boxes locked by the hider team as ``doors.count_doors`` takes them (rows x, y, hx, hy, yaw)."""
+    boxes = np.empty((ob.shape[0], BOX_COLUMNS))
+    n = 0
+    for o in range(ob.shape[0]):
+        if oi[o, 0] != 0 and oi[o, 1] == 0 and oi[o, 2] == 0:
+            boxes[n, 0], boxes[n, 1], boxes[n, 2], boxes[n, 3] = ob[o, 0], ob[o, 1], ob[o, 2], ob[o, 3]
+            boxes[n, 4] = 0.0  # lite boxes never rotate
+            n += 1
+    return boxes, n
+
+
+@njit
+def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, walls: np.ndarray, n_walls: int,
+                      quadrant: bool, acc: np.ndarray) -> None:
     """Record the preparation-phase statistics (called when preparation ends)."""
     acc[ACC_BOX_MOVE], acc[ACC_BOX_LOCK] = move_and_locks(ob, oi, start, 0)
     acc[ACC_RAMP_MOVE], acc[ACC_RAMP_LOCK] = move_and_locks(ob, oi, start, 1)
+    boxes, n_boxes = hider_locked_boxes(ob, oi)
+    acc[ACC_DOORS_BLOCKED], acc[ACC_FORT] = door_stats(walls, n_walls, quadrant, boxes, n_boxes)
+
+
+@njit
+def _track_phases(ag: np.ndarray, n_hiders: int, seen: bool, quadrant: bool, acc: np.ndarray) -> None:
+    """Count this play step (already in ``acc[ACC_PLAY]``) towards the room and first-sight figures."""
+    if seen and acc[ACC_SEEN_AT] == 0.0:
+        acc[ACC_SEEN_AT] = acc[ACC_PLAY]
+    if not quadrant:
+        return
+    hiders_in = True
+    seeker_in = False
+    for i in range(ag.shape[0]):
+        inside = in_room(ag[i, 0], ag[i, 1])
+        if i < n_hiders:
+            hiders_in = hiders_in and inside
+        else:
+            seeker_in = seeker_in or inside
+    acc[ACC_HIDER_ROOM] += 1.0 if hiders_in else 0.0
+    acc[ACC_SEEKER_ROOM] += 1.0 if seeker_in else 0.0
 
 
 @njit
@@ -105,7 +144,7 @@ def _out(x: float, y: float, lo: float, hi: float) -> bool:
 
 @njit
 def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_hiders: int,
-             prep: bool, area_lo: float, area_hi: float, object_penalty: bool, acc: np.ndarray,
+             prep: bool, area_lo: float, area_hi: float, quadrant: bool, acc: np.ndarray,
              reward: np.ndarray) -> None:
     n_agents = ag.shape[0]
     if prep:
@@ -119,8 +158,9 @@ def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_
     acc[ACC_PLAY] += 1.0
     if not seen:
         acc[ACC_HIDDEN] += 1.0
+    _track_phases(ag, n_hiders, seen, quadrant, acc)
     objects_out = False
-    if object_penalty:
+    if quadrant:  # quadrant also penalises everyone when an object leaves the play area
         for o in range(ob.shape[0]):
             if oi[o, 0] != 0 and _out(ob[o, 0], ob[o, 1], area_lo, area_hi):
                 objects_out = True
@@ -133,8 +173,20 @@ def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_
 
 
 @njit
+def _phase_stats(acc: np.ndarray, quadrant: bool, out: np.ndarray) -> None:
+    """``spec.PHASE_STAT_KEYS`` into ``out[5]`` (room fractions NaN outside quadrant or without play)."""
+    play = acc[ACC_PLAY]
+    room = quadrant and play > 0
+    out[0] = acc[ACC_DOORS_BLOCKED]
+    out[1] = acc[ACC_FORT]
+    out[2] = acc[ACC_HIDER_ROOM] / play if room else math.nan
+    out[3] = acc[ACC_SEEKER_ROOM] / play if room else math.nan
+    out[4] = acc[ACC_SEEN_AT] - 1.0 if acc[ACC_SEEN_AT] > 0 else play
+
+
+@njit
 def episode_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.ndarray, ret: np.ndarray,
-                  t: int, n_hiders: int, out: np.ndarray) -> None:
+                  t: int, n_hiders: int, quadrant: bool, out: np.ndarray) -> None:
     """Fill ``out[N_STATS]`` for an ending episode (order of ``spec.EPISODE_STAT_KEYS``, return, length)."""
     n_agents = ret.shape[0]
     out[0] = ret[:n_hiders].mean()
@@ -146,15 +198,16 @@ def episode_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.nda
     out[7] = acc[ACC_RAMP_MOVE]
     out[8], out[10] = move_and_locks(ob, oi, start, 1)
     out[9] = acc[ACC_RAMP_LOCK]
-    out[11] = ret.sum() / n_agents
-    out[12] = t
+    _phase_stats(acc, quadrant, out[11:16])
+    out[16] = ret.sum() / n_agents
+    out[17] = t
 
 
 @njit
 def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, n_walls: np.ndarray,
              held: np.ndarray, hoff: np.ndarray, vis: np.ndarray, t: np.ndarray, ret: np.ndarray,
              acc: np.ndarray, start: np.ndarray, actions: np.ndarray, n_hiders: int, n_boxes: int,
-             prep_steps: int, horizon: int, area_lo: float, area_hi: float, object_penalty: bool,
+             prep_steps: int, horizon: int, area_lo: float, area_hi: float, quadrant: bool,
              reward: np.ndarray, done: np.ndarray, stats: np.ndarray,
              o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray,
              o_lidar: np.ndarray, m_aa: np.ndarray, m_ab: np.ndarray, m_ar: np.ndarray,
@@ -177,15 +230,15 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
         physics_step(ag[e], ob[e], oi[e], walls[e], n_walls[e], held[e], hoff[e], force, scratch)
         t[e] += 1
         update_visibility(ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e])
-        _rewards(ag[e], ob[e], oi[e], vis[e], n_hiders, prep, area_lo, area_hi, object_penalty,
+        _rewards(ag[e], ob[e], oi[e], vis[e], n_hiders, prep, area_lo, area_hi, quadrant,
                  acc[e], reward[e])
         for i in range(n_agents):
             ret[e, i] += reward[e, i]
         if t[e] == prep_steps:
-            freeze_prep_stats(ob[e], oi[e], start[e], acc[e])
+            freeze_prep_stats(ob[e], oi[e], start[e], walls[e], n_walls[e], quadrant, acc[e])
         done[e] = t[e] >= horizon
         if done[e]:
-            episode_stats(ob[e], oi[e], start[e], acc[e], ret[e], t[e], n_hiders, stats[e])
+            episode_stats(ob[e], oi[e], start[e], acc[e], ret[e], t[e], n_hiders, quadrant, stats[e])
         write_obs(e, ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e], t[e], prep_steps, n_hiders,
                   n_boxes, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar, s_aa, s_ab, s_ar)
 
@@ -194,9 +247,10 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
 def begin_episode(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray,
                   n_walls: np.ndarray, held: np.ndarray, vis: np.ndarray, t: np.ndarray,
                   ret: np.ndarray, acc: np.ndarray, start: np.ndarray, n_hiders: int, n_boxes: int,
-                  prep_steps: int, o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray,
-                  o_ramps: np.ndarray, o_lidar: np.ndarray, m_aa: np.ndarray, m_ab: np.ndarray,
-                  m_ar: np.ndarray, s_aa: np.ndarray, s_ab: np.ndarray, s_ar: np.ndarray) -> None:
+                  prep_steps: int, quadrant: bool, o_self: np.ndarray, o_agents: np.ndarray,
+                  o_boxes: np.ndarray, o_ramps: np.ndarray, o_lidar: np.ndarray, m_aa: np.ndarray,
+                  m_ab: np.ndarray, m_ar: np.ndarray, s_aa: np.ndarray, s_ab: np.ndarray,
+                  s_ar: np.ndarray) -> None:
     """Start statistics from env ``e``'s current state (time ``t[e]``) and write its observation."""
     held[e, :] = -1
     ret[e, :] = 0.0
@@ -204,7 +258,7 @@ def begin_episode(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls:
     start[e, :, 0] = ob[e, :, 0]
     start[e, :, 1] = ob[e, :, 1]
     if t[e] >= prep_steps:
-        freeze_prep_stats(ob[e], oi[e], start[e], acc[e])
+        freeze_prep_stats(ob[e], oi[e], start[e], walls[e], n_walls[e], quadrant, acc[e])
     update_visibility(ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e])
     write_obs(e, ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e], t[e], prep_steps, n_hiders,
               n_boxes, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar, s_aa, s_ab, s_ar)
@@ -225,5 +279,5 @@ def reset_envs(envs: np.ndarray, uniforms: np.ndarray, scenario: int, ag: np.nda
                               walls[e])
         t[e] = 0
         begin_episode(e, ag, ob, oi, walls, n_walls, held, vis, t, ret, acc, start, n_hiders, n_boxes,
-                      prep_steps, o_self, o_agents, o_boxes, o_ramps, o_lidar, m_aa, m_ab, m_ar,
-                      s_aa, s_ab, s_ar)
+                      prep_steps, scenario == QUADRANT, o_self, o_agents, o_boxes, o_ramps, o_lidar,
+                      m_aa, m_ab, m_ar, s_aa, s_ab, s_ar)

@@ -16,7 +16,7 @@ import numpy as np
 
 from srl_lab.api.env import StepResult
 
-from . import spec
+from . import doors, spec
 from .mujoco_episode import Episode
 from .mujoco_layout import generate
 from .mujoco_render import render_episode
@@ -41,7 +41,8 @@ class HideAndSeekMujoco:
 
     ``step(actions[num_envs, num_agents, 5])`` follows ``srl_lab.api.env.EnvGroup``: episodes
     reset in the step that ends them (``final_obs`` keeps their last observation) and report
-    ``spec.EPISODE_STAT_KEYS`` plus ``return`` and ``length``.
+    ``spec.EPISODE_STAT_KEYS`` (its phase figures, ``spec.PHASE_STAT_KEYS``, as in the lite variant)
+    plus ``return`` and ``length``.
     """
 
     team_names = ("hider", "seeker")  # agent_teams and team_of index these
@@ -73,6 +74,7 @@ class HideAndSeekMujoco:
         self._seed = seed
         self._rngs: list[np.random.Generator] = []
         self._episodes: list[Episode] = []
+        doors.warm_up()
 
     # ----------------------------------------------------------------- EnvGroup
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:

@@ -9,6 +9,7 @@ import mujoco
 import numpy as np
 
 from . import spec
+from .doors import BOX_COLUMNS, door_stats, in_room
 from .mujoco_model import World, build_world, set_lock, set_weld
 from .mujoco_sense import Kinematics, aim_points, cast, footprint_gaps, in_cone, read_kinematics
 from .scene import HIDER, PLAY_AREA, Agent, Box, Ramp, Scene
@@ -30,6 +31,7 @@ class Episode:
         self.layout, self.scenario, self.room = layout, scenario, room
         self.shapes = spec.observation_shapes(layout)
         self.walls = list(scene.walls)
+        self.wall_rects = np.array([w.rect() for w in self.walls], dtype=np.float64).reshape(-1, 4)
         self.horizon, self.prep = horizon, prep_steps(horizon)
         self.world: World = build_world(scene)
         w = self.world
@@ -47,10 +49,12 @@ class Episode:
                 set_lock(w, o, True)
         self.returns = np.zeros(n_a)
         self.hidden_steps = self.play_steps = 0
+        self.hiders_in_room_steps = self.seeker_in_room_steps = 0
+        self.first_seen: int | None = None  # play step a seeker first saw a hider on
         self.bad_physics = int(w.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
         self.obs = self._observe()
         self.start_xy = self.kin.obj_pos[:, :2].copy()
-        self.prep_xy = self.prep_locked = None
+        self.prep_xy = self.prep_locked = self.prep_doors = None
         if self.t >= self.prep:
             self._snapshot_prep()
 
@@ -158,6 +162,7 @@ class Episode:
         seen = bool(self.sees_agent[np.ix_(seekers, hiders)].any())
         self.play_steps += 1
         self.hidden_steps += not seen
+        self._track_phases(seen)
         reward = np.where(self.is_hider, -1.0 if seen else 1.0, 1.0 if seen else -1.0)
         lo, hi = PLAY_AREA[self.scenario]
         outside = ((self.kin.agent_pos[:, :2] < lo) | (self.kin.agent_pos[:, :2] > hi)).any(axis=1)
@@ -168,9 +173,43 @@ class Episode:
                 reward[:] = spec.OUT_OF_BOUNDS_PENALTY
         return reward
 
+    def _track_phases(self, seen: bool) -> None:
+        """Count this play step towards first sight and (quadrant) who is in the room."""
+        if seen and self.first_seen is None:
+            self.first_seen = self.play_steps - 1
+        if self.scenario != "quadrant":
+            return
+        inside = np.array([in_room(float(x), float(y)) for x, y in self.kin.agent_pos[:, :2]])
+        self.hiders_in_room_steps += bool(inside[self.is_hider].all())
+        self.seeker_in_room_steps += bool(inside[~self.is_hider].any())
+
     def _snapshot_prep(self) -> None:
         self.prep_xy = self.kin.obj_pos[:, :2].copy()
         self.prep_locked = self.owner != UNLOCKED
+        self.prep_doors = self._door_stats()
+
+    def _door_stats(self) -> tuple[float, float]:
+        """``(doors_blocked_prep, fort_prep)`` of the current state (rule in ``doors``)."""
+        n_b = self.world.n_boxes
+        mine = np.flatnonzero(self.owner[:n_b] == HIDER)
+        boxes = np.zeros((max(len(mine), 1), BOX_COLUMNS))
+        boxes[:len(mine), :2] = self.kin.obj_pos[mine, :2]
+        boxes[:len(mine), 2:4] = self.world.obj_size[mine, :2] / 2
+        boxes[:len(mine), 4] = self.kin.obj_yaw[mine]
+        return door_stats(self.wall_rects, len(self.wall_rects), self.scenario == "quadrant", boxes, len(mine))
+
+    def _phase_stats(self) -> dict[str, float]:
+        """``spec.PHASE_STAT_KEYS`` (room fractions NaN outside quadrant or without a play step)."""
+        blocked, fort = self.prep_doors if self.prep_doors is not None else self._door_stats()
+        room = self.scenario == "quadrant" and self.play_steps > 0
+        play = max(self.play_steps, 1)
+        return {
+            "doors_blocked_prep": float(blocked),
+            "fort_prep": float(fort),
+            "hider_in_room": self.hiders_in_room_steps / play if room else float("nan"),
+            "seeker_in_room": self.seeker_in_room_steps / play if room else float("nan"),
+            "first_seen_step": float(self.play_steps if self.first_seen is None else self.first_seen),
+        }
 
     def snapshot(self) -> Scene:
         """The current state as a top-down ``Scene`` (heights and box yaw are not part of a scene)."""
@@ -210,6 +249,7 @@ class Episode:
             "max_ramp_move": peak(move[ramps]),
             "num_ramp_lock_prep": float(prep_locked[ramps].sum()),
             "num_ramp_lock": float(locked[ramps].sum()),
+            **self._phase_stats(),
             "return": float(self.returns.mean()),
             "length": float(self.t),
         }
