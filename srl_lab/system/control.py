@@ -218,10 +218,39 @@ class EndpointWatch:
 
 
 def limit_threads() -> None:
-    """One SRL worker per process loops in Python; keep torch from oversubscribing the cores."""
+    """One SRL worker per process loops in Python; keep torch from oversubscribing the cores.
+
+    Also keeps torch's tensors on the heap (``keep_tensor_memory``).
+    """
     import torch
 
     torch.set_num_threads(1)
+    keep_tensor_memory()
+
+
+# glibc mallopt parameters
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_BYTES = 32 * 2**20  # glibc's largest mmap threshold on 64-bit
+_TRIM_THRESHOLD_BYTES = 256 * 2**20
+
+
+def keep_tensor_memory() -> bool:
+    """Serve allocations up to 32 MiB from the heap and give freed memory back to the OS only past 256 MiB.
+
+    Dask's nanny starts worker processes with ``MALLOC_TRIM_THRESHOLD_=65536``, which also turns off
+    glibc's adaptive mmap threshold: every tensor over 128 KiB is then mapped and unmapped again on
+    each use, and the page faults made a trainer's PPO update 1.5-1.7x slower than in a plain process
+    (measured: 8.8k vs 13k samples per CPU-second). Returns False where there is no glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+                    and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES))
+    except (OSError, AttributeError):
+        return False
 
 
 def request_checkpoint(client, run_id: str, timeout_s: float = 60.0) -> str:
