@@ -84,7 +84,7 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         # trainer has not taken blocks (and frees its core) instead of making fragments that would
         # wait many versions in a queue. Those that still wait a few versions are corrected by
         # V-trace; max_version_lag bounds the correction.
-        trainer=TrainerConfig(batch_steps=s.batch_steps, max_version_lag=8, buffer_fragments=1, device=device),
+        trainer=TrainerConfig(batch_steps=s.batch_steps, max_version_lag=12, buffer_fragments=1, device=device),
         # Returns are +-1 per step (up to +-horizon): normalised values keep the critic's gradient from
         # swamping the policy's under the shared grad-norm clip.
         ppo=PPOConfig(lr=6e-4, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
