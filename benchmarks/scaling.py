@@ -2,10 +2,9 @@
 
 Each configuration (inline inference, and remote inference with one policy worker; 1, 2 and 4 actor
 workers) is launched with ``srl_lab.system.controller.launch`` on one pre-started embedded
-``LocalCluster(processes=True)`` with the hide-and-seek showcase config (lite 1v1 quadrant, 32 envs
-per group, ring of 2, fragments of 40 steps, its entity-attention policy, its trainer batch of 8192
-env-agent steps) except for the PPO epochs: ``--epochs`` (default 1; the showcase trains 2) makes
-an update cheaper so that the trainer is not the only thing measured; the JSON says which was used.
+``LocalCluster(processes=True)`` with the hide-and-seek showcase config (``showcase_config()``: lite
+1v1 quadrant, its env groups, fragments, entity-attention policy and trainer batch) with ``--epochs``
+PPO epochs (default 1, as the showcase trains); the JSON says which was used.
 
 Steady state only: the clock starts once every actor acts with trained weights (policy version >= 1,
 so numba compilation, model construction and the first weights are behind it) and ``--warmup``
@@ -91,7 +90,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=4, help="windows per configuration (the median is quoted)")
     parser.add_argument("--warmup", type=float, default=5.0,
                         help="seconds discarded after every actor acts with trained weights")
-    parser.add_argument("--epochs", type=int, default=1, help="PPO epochs per update (the showcase trains 2)")
+    parser.add_argument("--epochs", type=int, default=1, help="PPO epochs per update (the showcase trains 1)")
     parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--no-model", action="store_true", help="skip the scaling-model measurements")

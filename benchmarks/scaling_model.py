@@ -1,8 +1,8 @@
 """Scaling-model figures for hide-and-seek: what one core of each SRL role can do.
 
 Every figure runs the real code on one thread of this process (``torch.set_num_threads(1)``), with
-the hide-and-seek showcase config (lite 1v1 quadrant, 2 agents per env, 32 envs per group, ring of
-2, fragments of 40 steps, its entity-attention policy) and is a rate per CPU-second of this
+the hide-and-seek showcase config (``showcase_config()``: lite 1v1 quadrant, 2 agents per env, its
+env groups, fragments and entity-attention policy) and is a rate per CPU-second of this
 process (``time.process_time()``), so load from other processes on a shared machine inflates it
 less than wall-clock time would:
 
@@ -16,7 +16,7 @@ less than wall-clock time would:
   64-row requests as actors send them: decode every request, ``parse_infer``, concatenate,
   ``run_policy``, encode every reply (the ZeroMQ hop itself is left out);
 - ``trainer``: one ``Learner.train`` (``batch_fragments`` + ``PPO.train``) on a batch of real
-  fragments from ``actor_inline``, after decoding them; with the showcase's 2 epochs and with 1;
+  fragments from ``actor_inline``, after decoding them; with 4 epochs and with 1;
 - ``broadcast``: weight bytes, encode time (``ParameterService.publish``: msgpack header + HMAC),
   decode + ``load_weights`` time per reader, and the wall time for a real ``ParameterService`` to
   deliver one new version to N ``ParameterClient`` readers in this process (readers here share one
@@ -42,11 +42,11 @@ import numpy as np
 
 SUBSCRIBERS = (1, 4, 16, 64)
 BATCH_SIZES = (64, 256, 1024, 4096)
-REQUEST_ROWS = 64  # one env group of the showcase: 32 envs x 2 agents
+REQUEST_ROWS = 64  # an env group of 32 envs x 2 agents
 
 
 def recipe_config(actors: int = 1, mode: str = "inline", epochs: int | None = None):
-    """The hide-and-seek showcase config (``showcase_config``), optionally with fewer PPO epochs."""
+    """The hide-and-seek showcase config (``showcase_config``), optionally with other PPO epochs."""
     from srl_lab.envs.hide_and_seek.showcase import showcase_config
 
     config = showcase_config(actors=actors)
