@@ -371,3 +371,20 @@ def test_open_run_reads_an_interrupted_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
         srl_lab.open_run(str(tmp_path))
     shutil.rmtree(run_dir)
+
+
+def test_live_figures_are_spaced_by_their_render_time(tmp_path):
+    """A figure that took 1 s to render is asked for again only after 5 s: the kernel renders at most
+    a fifth of one core, whatever the length of the run's history."""
+    from srl_lab.notebook import panel as panel_module
+
+    history = srl_lab.open_run(str(write_run(tmp_path / "run", log_of([{"return": 1.0, "length": 1.0}]).records)))
+    panel = history.panel()
+    try:
+        assert panel._min_interval("curves") == panel_module.MIN_IMAGE_INTERVAL_S  # nothing rendered yet
+        panel._render_s["curves"] = 1.0
+        assert panel._min_interval("curves") == pytest.approx(panel_module.RENDER_SPACING) and panel_module.RENDER_SPACING >= 5
+        panel._render_s["throughput"] = 0.01
+        assert panel._min_interval("throughput") == panel_module.MIN_IMAGE_INTERVAL_S
+    finally:
+        panel.close()

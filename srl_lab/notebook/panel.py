@@ -29,6 +29,10 @@ from srl_lab.system.metrics import MetricsLog, headline
 
 FULL_CONTROL = frozenset({"start", "scale", "ring", "pause", "checkpoint", "stop"})
 MIN_IMAGE_INTERVAL_S = 0.5  # re-render a figure at most this often; workers report at ~1 Hz anyway
+# A live figure waits this many times its last render's duration before the next: rendering then
+# takes at most ~1/RENDER_SPACING of one core in the kernel (a hide-and-seek figure with a long
+# history renders in ~1 s, and a kernel rendering back to back takes a core from a 2-core run).
+RENDER_SPACING = 5.0
 NOTE_COLOURS = {"info": "#0550ae", "warning": "#9a6700", "error": "#cf222e"}
 
 
@@ -156,7 +160,7 @@ class Panel:
         metrics, now = self.source.metrics, time.monotonic()
         trained = (len(metrics.episodes), len(metrics.train))
         if trained != self._trained_at_render and not self._busy("curves") \
-                and (not live or now - self._curves_at >= MIN_IMAGE_INTERVAL_S):
+                and (not live or now - self._curves_at >= self._min_interval("curves")):
             self._trained_at_render, self._curves_at = trained, now
             snapshot = MetricsLog(None)
             snapshot.episodes, snapshot.train = list(metrics.episodes), list(metrics.train)
@@ -164,7 +168,7 @@ class Panel:
             self._render("curves", lambda: render_png(snapshot, title=title, x=x_axis))
         self._throughput_stale |= self._series.update(metrics)
         if (self._throughput_stale or not self.throughput.value) and not self._busy("throughput") \
-                and (not live or now - self._throughput_at >= MIN_IMAGE_INTERVAL_S):
+                and (not live or now - self._throughput_at >= self._min_interval("throughput")):
             self._throughput_stale, self._throughput_at = False, now
             series = self._series.snapshot()
             self._render("throughput", lambda: render_throughput_png(series))
@@ -173,7 +177,12 @@ class Panel:
         for name, (png, render_s) in self._renderer.take().items():
             getattr(self, name).value = png
             self.timing.image(name, render_s)
+            self._render_s[name] = render_s
         return self._busy("curves") or self._busy("throughput")
+
+    def _min_interval(self, figure: str) -> float:
+        """Seconds between two requests of a live figure: its last render's duration, spaced out."""
+        return max(MIN_IMAGE_INTERVAL_S, RENDER_SPACING * self._render_s.get(figure, 0.0))
 
     def _busy(self, figure: str) -> bool:
         return self._renderer is not None and self._renderer.busy(figure)
@@ -364,6 +373,7 @@ class Panel:
         self._throughput_stale = True
         self._trained_at_render: tuple[int, int] | None = None
         self._curves_at = self._throughput_at = 0.0
+        self._render_s: dict[str, float] = {}  # the last render's duration per figure
         actors = getattr(self.source, "actors", None)
         if isinstance(actors, dict):
             ring = self.source.config.actors.ring_size
