@@ -28,6 +28,13 @@ against the trained seeker, not a random one, since hiders that start in the roo
 hidden from a random seeker on ~93 % of play steps. The fort rate comes from self-play episodes, so a
 hider that blocks doors only against a frozen opponent would not show up in it.
 
+One 30-minute run of the defaults on 2 cores (1 actor + 1 trainer, ~12k samples trained per second,
+21.8 M samples, 1,773 updates): seekers learned to enter the room within 1 minute (hidden fraction
+0.95 -> 0.57 by minute 4), hiders answered by locking boxes in preparation (0.3 -> ~1.3 locks per
+episode at minute 4) and then by leaving the room (hider_in_room 1.0 -> ~0.6), after which box
+locks collapsed and the hidden fraction settled near 0.70-0.75; no fort (fort_rate 0.0004).
+seeker_gain_pts 27.5, hider_gain_pts 4.3.
+
 The last stdout line is one JSON object.
 """
 from __future__ import annotations
