@@ -7,10 +7,10 @@
 - ``"laptop"`` (default): 1 hider vs 1 seeker in the quadrant room on a 2-core machine: the
   64-wide entity-attention model (its self-context projection computed once per row), env groups
   of 64 envs (128 rows per inference call: a call's fixed cost dominates at 64), and one PPO epoch
-  over 12k-step batches (three fragments of 32 steps) in four minibatches. The trainer is the bottleneck on 2 cores and one actor
-  worker keeps it fed, so fresh samples are cheaper than reused ones: a second epoch would halve the
-  samples trained per second for less than twice the learning (``benchmarks/hide_and_seek_throughput.py``
-  measures it);
+  over 12k-step batches (three fragments of 32 steps) in four minibatches. The trainer is the
+  bottleneck on 2 cores and one actor worker keeps it fed, so fresh samples cost less than reused
+  ones: one epoch trains ~17.7k samples per CPU-second, two ~9.6k
+  (``benchmarks/hide_and_seek_throughput.py`` measures the whole run);
 - ``"cluster"``: 2 v 2 with the 128-wide model and 16k-step batches, for many actor cores and a
   trainer on a GPU.
 
