@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from srl_lab.system.metrics import rolling_mean
+
 MILESTONES = {  # name: (episode statistic, threshold, reached when the rolling mean is >= (+1) or <= (-1))
     "fort": ("fort_prep", 0.5, +1),
     "box_lock": ("num_box_lock_prep", 0.75, +1),
@@ -81,7 +83,7 @@ def minutes_to(episodes: list[dict[str, Any]], key: str, threshold: float, direc
     times, values = _episodes(episodes, key)
     if len(values) < window:
         return None
-    rolling = np.convolve(values, np.ones(window) / window, mode="valid")
+    rolling = rolling_mean(values, window)[window - 1:]  # full windows only
     hit = np.flatnonzero(direction * (rolling - threshold) >= 0)
     return None if not len(hit) else float((times[hit[0] + window - 1] - start) / 60)
 

@@ -11,8 +11,8 @@ Each actor count launches ``showcase_config(actors=n)`` (lite 1v1 quadrant, inli
 - ``stale_fraction``: fragments dropped as too stale over the run's whole life (from the books
   ``run.stop()`` closes), over fragments produced.
 
-Before the sweep, ``env_rows_per_s`` is the raw lite env (32 envs, 1v1, random actions) stepped in
-this process, so the runtime's figures can be read as a fraction of the env's ceiling on the same
+Before the sweep, ``env_rows_per_s`` is the raw lite env (one env group of the showcase config,
+random actions) stepped in this process, per CPU-second, so the runtime's figures can be read as a fraction of the env's ceiling on the same
 machine in the same run.
 
 How it could be fooled: a config that trains fewer epochs or a smaller network raises
@@ -36,29 +36,20 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from runtime_windows import measure_windows, rates, series  # noqa: E402
+from scaling_model import measure_env  # noqa: E402
 
 ACTORS = (1, 2, 4)
 
 
-def env_rows_per_s(seconds: float = 3.0) -> float:
-    """Random-action agent rows per wall-clock second of the raw lite env (32 envs, 1v1 quadrant)."""
-    from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
+def env_rows_per_s(seconds: float) -> float:
+    """Random-action agent rows per CPU-second of one raw env group of the showcase config."""
+    from srl_lab.envs.hide_and_seek.showcase import showcase_config
 
-    env = HideAndSeekLite(32, scenario="quadrant", n_hiders=1, n_seekers=1, seed=0)
-    env.reset()
-    rng = np.random.default_rng(0)
-    nvec = env.action_space.nvec
-    actions = [rng.integers(0, nvec, (env.num_envs, env.num_agents, len(nvec))) for _ in range(16)]
-    env.step(actions[0])  # compile
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        env.step(actions[steps % len(actions)])
-        steps += 1
-    return steps * env.num_envs * env.num_agents / (time.perf_counter() - start)
+    config = showcase_config()
+    return measure_env(config, seconds) * (config.env.kwargs["n_hiders"] + config.env.kwargs["n_seekers"])
 
 
 def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
