@@ -18,5 +18,13 @@ def open_run(run_dir: str):
     return _open_run(run_dir)
 
 
+def compare(runs, x: str = "env_steps", labels=None, window=None):
+    """Overlay several runs' learning curves (directories, live runs) and list their config differences."""
+    # The module is not called srl_lab/compare.py: importing it would replace this function with it.
+    from srl_lab.comparison import compare as _compare
+
+    return _compare(runs, x=x, labels=labels, window=window)
+
+
 __all__ = ["ActorConfig", "ConfigError", "EnvConfig", "ExperimentConfig", "InferenceConfig", "PolicyConfig",
-           "PPOConfig", "Run", "TrainerConfig", "launch", "open_run"]
+           "PPOConfig", "Run", "TrainerConfig", "compare", "launch", "open_run"]

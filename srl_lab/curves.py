@@ -16,8 +16,10 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 import numpy as np  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
 
 from srl_lab.system.metrics import MetricsLog, as_float, rolling_mean  # noqa: E402
@@ -61,7 +63,10 @@ def check_x_axis(x: str) -> None:
 def render_png(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int = 80, x: str = "env_steps",
                window: int | None = None) -> bytes:
     """All panels that have data as PNG bytes; ``x`` is "env_steps" (samples trained) or "time"."""
-    fig = build_figure(log, title=title, width=width, dpi=dpi, x=x, window=window)
+    return figure_png(build_figure(log, title=title, width=width, dpi=dpi, x=x, window=window))
+
+
+def figure_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
@@ -78,28 +83,40 @@ def build_figure(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int
     """The figure ``render_png`` draws: one axes per panel with data, the losses last."""
     check_x_axis(x)
     episodes, train = list(log.episodes), list(log.train)
+    panels = panels_with_data(episodes, train, x)
+    fig, axes = panel_figure(len(panels), width, dpi, title)
+    t0 = _first_time(episodes, train)
+    scale, unit = time_unit(time_span(episodes, train, t0)) if x == "time" else (1.0, "")
+    for ax, (spec, data) in zip(axes, panels):
+        for key, (xs, ys) in data.items():
+            xs = (xs - t0) / scale if x == "time" else xs
+            plot_smoothed(ax, xs, ys, key, window)
+        label_axes(ax, spec, x, unit)
+        if not any(np.isfinite(ys).any() for _, ys in data.values()):
+            say_undefined(ax)
+    return fig
+
+
+def panels_with_data(episodes: list[dict[str, Any]], train: list[dict[str, Any]], x: str
+                     ) -> list[tuple[PanelSpec, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+    """The episode panels the rows have data for, then the losses, each with its keys' columns."""
     panels = _with_data(EPISODE_PANELS, episodes, x)
     if len(panels) > 1 and panels[0][0].title == "return":  # team games: the mean agent return is 0 by design
         panels = panels[1:]
-    panels += _with_data(TRAIN_PANELS, train, x)
-    cols = min(3, max(1, len(panels)))
-    rows = max(1, (len(panels) + cols - 1) // cols)
+    return panels + _with_data(TRAIN_PANELS, train, x)
+
+
+def panel_figure(n: int, width: float, dpi: int, title: str = "") -> tuple[Figure, list[Axes]]:
+    """A figure with ``n`` axes, three to a row (a waiting note when there are none)."""
+    cols = min(3, max(1, n))
+    rows = max(1, (n + cols - 1) // cols)
     fig = Figure(figsize=(width, 3.2 * rows), dpi=dpi, layout="constrained")
-    t0 = _first_time(episodes, train)
-    scale, unit = _time_unit(episodes, train, t0) if x == "time" else (1.0, "")
-    for i, (spec, data) in enumerate(panels):
-        ax = fig.add_subplot(rows, cols, i + 1)
-        for key, (xs, ys) in data.items():
-            xs = (xs - t0) / scale if x == "time" else xs
-            _plot_smoothed(ax, xs, ys, key, window)
-        _label(ax, spec, x, unit)
-        if not any(np.isfinite(ys).any() for _, ys in data.values()):
-            _say_undefined(ax)
-    if not panels:
+    axes = [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
+    if not n:
         fig.text(0.5, 0.5, "waiting for the first episodes...", ha="center")
     if title:
         fig.suptitle(title, fontsize=10)
-    return fig
+    return fig, axes
 
 
 def columns(rows: Iterable[dict[str, Any]], keys: Sequence[str], x: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -136,13 +153,17 @@ def smoothing_window(n: int) -> int:
     return max(1, min(MAX_WINDOW, n // 10))
 
 
-def _plot_smoothed(ax: Axes, xs: np.ndarray, ys: np.ndarray, key: str, window: int | None) -> None:
-    """The raw values as a faint line, their rolling mean over it in the same colour."""
+def plot_smoothed(ax: Axes, xs: np.ndarray, ys: np.ndarray, label: str, window: int | None,
+                  color: str | None = None, linestyle: str = "-") -> Line2D:
+    """The raw values as a faint line, their rolling mean over it in the same colour (the next
+    colour of the axes' cycle unless ``color`` is given); returns the rolling mean's line."""
     smooth = rolling_mean(ys, window or smoothing_window(len(ys)))
     keep = _thin(len(ys))
-    label = key if np.isfinite(ys).any() else f"{key} (not defined)"
-    (line,) = ax.plot(xs[keep], smooth[keep], linewidth=1.5, label=label, zorder=3)
+    label = label if np.isfinite(ys).any() else f"{label} (not defined)"
+    (line,) = ax.plot(xs[keep], smooth[keep], linewidth=1.5, label=label, zorder=3, color=color,
+                      linestyle=linestyle)
     ax.plot(xs[keep], ys[keep], linewidth=0.7, alpha=0.25, color=line.get_color(), zorder=2)
+    return line
 
 
 def _thin(n: int) -> slice:
@@ -150,8 +171,9 @@ def _thin(n: int) -> slice:
     return slice(None, None, max(1, -(-n // MAX_POINTS)))
 
 
-def _label(ax: Axes, spec: PanelSpec, x: str, unit: str) -> None:
-    """Units on both axes; the title and legend above the axes, where they cover no data."""
+def label_axes(ax: Axes, spec: PanelSpec, x: str, unit: str, handles: Sequence[Artist] | None = None) -> None:
+    """Units on both axes; the title and legend (of ``handles``, else the labelled lines) above the
+    axes, where they cover no data."""
     ax.set_xlabel("samples trained (agent steps)" if x == "env_steps" else f"wall-clock time ({unit})",
                   fontsize=8)
     ax.set_ylabel(spec.ylabel, fontsize=8)
@@ -160,12 +182,12 @@ def _label(ax: Axes, spec: PanelSpec, x: str, unit: str) -> None:
     if x == "env_steps":
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, 1.5M: readable in a third of the width
     ax.grid(alpha=0.2)
-    ax.legend(title=spec.title, title_fontproperties={"size": 9, "weight": "bold"}, fontsize=7,
-              loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+    ax.legend(handles=handles, title=spec.title, title_fontproperties={"size": 9, "weight": "bold"},
+              fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
               borderaxespad=0.2, handlelength=1.5, columnspacing=1.0)
 
 
-def _say_undefined(ax: Axes) -> None:
+def say_undefined(ax: Axes) -> None:
     """A panel whose keys the episodes carry only as NaN (e.g. a scenario without that event)."""
     ax.set_xticks([])
     ax.set_yticks([])
@@ -178,10 +200,14 @@ def _first_time(*series: list[dict[str, Any]]) -> float:
     return float(min(times)) if times else 0.0
 
 
-def _time_unit(episodes: list[dict[str, Any]], train: list[dict[str, Any]], t0: float) -> tuple[float, str]:
-    """Seconds, minutes or hours, whichever keeps the axis numbers readable for this run's span."""
+def time_span(episodes: list[dict[str, Any]], train: list[dict[str, Any]], t0: float) -> float:
+    """Seconds from ``t0`` to the last row's time (0 before any row)."""
     ends = [row["time"] for rows in (episodes, train) for row in rows[-1:] if row.get("time") is not None]
-    span = (max(ends) - t0) if ends else 0.0
+    return (max(ends) - t0) if ends else 0.0
+
+
+def time_unit(span: float) -> tuple[float, str]:
+    """Seconds, minutes or hours, whichever keeps the axis numbers readable over ``span`` seconds."""
     if span >= 3 * 3600:
         return 3600.0, "h"
     if span >= 600:

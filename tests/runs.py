@@ -1,13 +1,17 @@
 """Helpers shared by the runtime tests."""
 from __future__ import annotations
 
+import json
+import math
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from srl_lab import cluster as clusters
 from srl_lab.config import ExperimentConfig, PPOConfig
 from srl_lab.system.controller import Run, launch
+from srl_lab.system.metrics import as_float
 
 
 def solving_ppo() -> PPOConfig:
@@ -62,3 +66,40 @@ def local_client() -> Iterator[Any]:
     yield client
     client.close()
     local.close()
+
+
+def event_accumulator(run_dir: str | Path) -> Any:
+    """TensorBoard's own reader over a run directory's event files, everything kept.
+
+    Orphan purging is off so that a step going backwards shows up instead of being dropped.
+    """
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    accumulator = ea.EventAccumulator(str(run_dir), size_guidance={ea.SCALARS: 0, ea.IMAGES: 0},
+                                      purge_orphaned_data=False)
+    accumulator.Reload()
+    return accumulator
+
+
+def event_scalars(run_dir: str | Path) -> dict[str, list[Any]]:
+    """Every scalar tag in the run directory's event files -> its events (step, wall_time, value)."""
+    accumulator = event_accumulator(run_dir)
+    return {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
+
+
+def assert_event_files_match_metrics(run_dir: str | Path) -> None:
+    """The event files hold every episode statistic and training statistic of ``metrics.jsonl``, each
+    tag at strictly increasing steps, and every episode is counted once."""
+    with open(Path(run_dir) / "metrics.jsonl") as f:
+        trainer = [r for r in map(json.loads, f) if r.get("role") == "trainer"]
+    episodes = [e for r in trainer for e in r["episodes"]]
+    episode_keys = {k for e in episodes for k, v in e.items() if not math.isnan(as_float(v))}
+    train_keys = {k for r in trainer for k in r["train"]}
+    scalars = event_scalars(run_dir)
+    assert episodes and train_keys, "the run trained nothing"
+    assert {f"episode/{k}" for k in episode_keys} <= set(scalars), sorted(scalars)
+    assert {f"train/{k}" for k in train_keys} <= set(scalars), sorted(scalars)
+    for tag, events in scalars.items():
+        steps = [e.step for e in events]
+        assert all(a < b for a, b in zip(steps, steps[1:])), (tag, steps)
+    assert sum(e.value for e in scalars["episode/count"]) == len(episodes)

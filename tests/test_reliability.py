@@ -32,7 +32,7 @@ from srl_lab.config import (
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system import checkpoints, codec
 from srl_lab.system.controller import Run, launch
-from runs import local_client
+from runs import assert_event_files_match_metrics, local_client
 from srl_lab.system.sample_stream import Ledger, SampleSender, account
 from srl_lab.system.streams import FixedEndpoint, bind
 from srl_lab.system.supervisor import Supervisor
@@ -282,6 +282,7 @@ def test_resume_continues_training_counters_and_curves(dask_client, tmp_path):
     assert second["fragments_consumed"] > first["fragments_consumed"]  # counters continued, not reset
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) > records_before
     assert second["env_steps"] > first["env_steps"]
+    assert_event_files_match_metrics(tmp_path)  # the first run's points are not written again
 
 
 # ------------------------------------------------------------------ in-process rules

@@ -18,7 +18,7 @@ from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
-from runs import solving_ppo
+from runs import assert_event_files_match_metrics, solving_ppo
 
 SOLVED = 475.0
 
@@ -155,3 +155,4 @@ def test_env_raising_in_step_is_reset_and_counted(dask_client, tmp_path):
     assert result["env_errors"] > 0
     assert result["version"] >= 5
     assert_accounting(result)
+    assert_event_files_match_metrics(tmp_path)  # TensorBoard saw every episode and training statistic

@@ -86,6 +86,11 @@ class GymEnvGroup:
             self._obs[i, 0] = obs
         return StepResult(self._obs.copy(), reward, terminated, truncated, final_obs, episodes, errors)
 
+    def render(self, env_index: int = 0, pixels: int | None = None) -> np.ndarray | None:
+        """Env ``env_index``'s own ``render()``: an RGB array when it was made with
+        ``render_mode="rgb_array"`` (None otherwise); ``pixels`` is left to the caller to apply."""
+        return self.envs[env_index].render()
+
     def close(self) -> None:
         for env in self.envs:
             env.close()

@@ -26,9 +26,9 @@ class RunHistory:
         metrics = os.path.join(self.run_dir, "metrics.jsonl")
         if not os.path.exists(metrics):
             raise FileNotFoundError(f"{self.run_dir} holds no metrics.jsonl; is it a srl_lab run directory?")
-        self.config: dict[str, Any] = _read_json(os.path.join(self.run_dir, "config.json")) or {}
+        self.config: dict[str, Any] = read_json(os.path.join(self.run_dir, "config.json")) or {}
         self.run_id: str = self.config.get("run_id", os.path.basename(self.run_dir))
-        self.result: dict[str, Any] | None = _read_json(os.path.join(self.run_dir, "result.json"))
+        self.result: dict[str, Any] | None = read_json(os.path.join(self.run_dir, "result.json"))
         self.metrics = MetricsLog.load(metrics)
 
     @property
@@ -73,7 +73,8 @@ def open_run(run_dir: str) -> RunHistory:
     return RunHistory(run_dir)
 
 
-def _read_json(path: str) -> dict[str, Any] | None:
+def read_json(path: str) -> dict[str, Any] | None:
+    """A JSON file's object; None if it is missing or torn (a run killed mid-write)."""
     try:
         with open(path) as f:
             return json.load(f)

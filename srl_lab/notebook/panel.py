@@ -22,9 +22,11 @@ import ipywidgets as widgets
 from srl_lab.cluster import slot_count
 from srl_lab.config import ExperimentConfig
 from srl_lab.curves import check_x_axis, render_png
+from srl_lab.notebook.compare_view import CompareView
 from srl_lab.notebook.pump import Renderer, Timing, UiPump
 from srl_lab.notebook.table import reported_workers, rows_html, worker_rows
 from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
+from srl_lab.notebook.viewer import EpisodeViewer
 from srl_lab.system.metrics import MetricsLog, headline
 
 FULL_CONTROL = frozenset({"start", "scale", "ring", "pause", "checkpoint", "stop"})
@@ -111,10 +113,25 @@ class Panel:
         self.ring.observe(self._on_ring, names="value")
         self.widget = widgets.VBox([self.header, widgets.HBox(controls),
                                     widgets.HBox(list(self.buttons.values())), self.note, self.table,
-                                    self.curves, self.throughput])
+                                    self.curves, self.throughput, *self._build_tabs()])
         self.widget.add_class("srl-panel")
         if self.capabilities != FULL_CONTROL:
             self._say(getattr(self.source, "not_here", "reopened from disk: nothing runs to control"))
+
+    def _build_tabs(self) -> list[widgets.Widget]:
+        """The episode viewer and the run comparison, for a run with a directory (not an attached one)."""
+        self.viewer: EpisodeViewer | None = None
+        self.compare: CompareView | None = None
+        self.tabs: widgets.Tab | None = None
+        run_dir = getattr(self.source, "run_dir", None)
+        if not run_dir:
+            return []
+        self.viewer = EpisodeViewer(self.source)
+        self.compare = CompareView(os.path.dirname(run_dir), current=run_dir)
+        self.tabs = widgets.Tab(children=[self.viewer.widget, self.compare.widget],
+                                titles=["episode viewer", "compare runs"])
+        self.tabs.add_class("srl-tabs")
+        return [self.tabs]
 
     def _repr_mimebundle_(self, **kwargs: Any):
         return self.widget._repr_mimebundle_(**kwargs)
@@ -145,6 +162,8 @@ class Panel:
         self._set(self.table, rows_html(worker_rows(status)))
         self._set(self.header, self._header_html(status, live, paused))
         busy = self._update_controls(live, paused)
+        if live and self.viewer is not None:
+            self.viewer.on_version(status["version"])
         if self._renderer is not None and self._renderer.error:
             self._say(self._renderer.error, "error")
             self._renderer.error = None
@@ -365,6 +384,8 @@ class Panel:
             self._pump.stop()
         self.source = run
         self._reset_source_state()
+        if self.viewer is not None:
+            self.viewer.source = run
         self._say(f"started {run.run_id}")
         self._start_pump()
 
@@ -398,6 +419,9 @@ class Panel:
             self._pump.stop()
         if self._renderer is not None:
             self._renderer.close()
+        for part in (self.viewer, self.compare):
+            if part is not None:
+                part.close()
         parts = (self.header, self.actors, self.ring, self.policy_workers, *self.buttons.values(),
                  self.note, self.table, self.curves, self.throughput, *self.widget.children, self.widget)
         for widget in parts:

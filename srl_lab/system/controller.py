@@ -47,6 +47,7 @@ from srl_lab.system.metrics import MetricsLog, progress_postfix
 from srl_lab.system.policy_worker import policy_worker
 from srl_lab.system.sample_stream import account, ledger_key, sample_service
 from srl_lab.system.supervisor import Supervisor, worker_state
+from srl_lab.system.tensorboard_log import TensorBoardLog
 from srl_lab.system.trainer_worker import trainer_worker
 
 STOP_TIMEOUT_S = 120.0
@@ -115,6 +116,7 @@ class Run:
         _check_cluster(config, client)
         self._write_config(resumed)
         self.metrics = MetricsLog(os.path.join(self.run_dir, "metrics.jsonl"), resume=resumed)
+        self.tensorboard = TensorBoardLog(self.run_dir)
         self.supervisor = Supervisor(config.trainer.heartbeat_timeout_s)
         self._secret = codec.new_secret()
         self.client.subscribe_topic(metrics_topic(self.run_id), self._on_metrics)
@@ -238,6 +240,11 @@ class Run:
     def paused(self) -> bool:
         return self._event(flag_name(self.run_id, "pause")).is_set()
 
+    @property
+    def data_plane_key(self) -> bytes:
+        """The run's secret that signs data-plane messages (the episode viewer reads weights with it)."""
+        return self._secret
+
     def checkpoint(self, timeout_s: float = 60.0) -> str:
         """Ask the trainer for a checkpoint now; returns its path once written."""
         return request_checkpoint(self.client, self.run_id, timeout_s)
@@ -299,6 +306,7 @@ class Run:
             self.client.unsubscribe_topic(metrics_topic(self.run_id))
             self.client.unsubscribe_topic(heartbeat_topic(self.run_id))
             self.metrics.close()
+            self.tensorboard.close()
             with open(os.path.join(self.run_dir, "result.json"), "w") as f:
                 json.dump(self.result, f, indent=2, default=str)
             if self._owns_client:
@@ -375,6 +383,7 @@ class Run:
         _, record = event
         if isinstance(record, dict):
             self.metrics.add(record)
+            self.tensorboard.add(record, self.metrics)
 
     def _on_heartbeat(self, event: tuple[float, dict[str, Any]]) -> None:
         _, record = event

@@ -95,6 +95,11 @@ class MetricsLog:
         with self._lock:
             return int(sum(self._actor_steps.values()))
 
+    def trained_env_steps(self) -> int:
+        """Env steps the trainers consumed: every rank's latest count added up (the episodes' stamp)."""
+        with self._lock:
+            return int(sum(self._trainer_steps.values()))
+
     def close(self) -> None:
         if self._file:
             self._file.close()

@@ -220,14 +220,14 @@ class HideAndSeekLite:
                 boxes.append(Box(x, y, 2 * hx, 2 * hy, locked))
         return Scene(agents, walls, boxes, ramps, int(self._t[e]))
 
-    def render(self, env_index: int = 0) -> np.ndarray:
-        """A top-down RGB ``uint8`` image of one env."""
+    def render(self, env_index: int = 0, pixels: int = 480) -> np.ndarray:
+        """A top-down ``[pixels, pixels, 3]`` RGB ``uint8`` image of one env."""
         from srl_lab.envs.hide_and_seek.render import render_scene
 
         corner = ROOM * spec.CELL
         room = (corner, corner, spec.FLOOR_SIZE, spec.FLOOR_SIZE) if self.scenario == "quadrant" else None
-        return render_scene(self.snapshot(env_index), prep=bool(self._t[env_index] < self.prep_steps),
-                            room=room)
+        return render_scene(self.snapshot(env_index), pixels=pixels,
+                            prep=bool(self._t[env_index] < self.prep_steps), room=room)
 
     # --- internals ------------------------------------------------------------------------
     def _init_random_opponents(self, fraction: float) -> None:

@@ -132,11 +132,11 @@ class HideAndSeekMujoco:
             self.reset()
         return self._episodes[env_index].snapshot()
 
-    def render(self, env_index: int = 0) -> np.ndarray:
-        """Top-down RGB ``uint8`` image of one environment (drawn from the simulation state)."""
+    def render(self, env_index: int = 0, pixels: int = 480) -> np.ndarray:
+        """Top-down ``[pixels, pixels, 3]`` RGB ``uint8`` image of one environment (from the simulation state)."""
         if not self._episodes:
             self.reset()
-        return render_episode(self._episodes[env_index])
+        return render_episode(self._episodes[env_index], pixels)
 
     # ----------------------------------------------------------------- helpers
     def _new_episode(self, i: int) -> Episode:

@@ -7,6 +7,7 @@ and outlined in its owning team's colour with a padlock dot. During preparation 
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -105,23 +106,15 @@ def render_scene(scene: Scene, pixels: int = 480, prep: bool = False,
                  room: tuple[float, float, float, float] | None = None) -> np.ndarray:
     """Draw ``scene`` as an ``[pixels, pixels, 3]`` ``uint8`` image (y axis pointing up); ``room``
     (xmin, ymin, xmax, ymax) is tinted, e.g. the hiders' room of ``quadrant``."""
-    lo, hi = -MARGIN, spec.FLOOR_SIZE + MARGIN
-    cv = _Canvas(pixels, lo, hi)
-    cv.img[:] = OUTSIDE
-    cv.rect(0.0, 0.0, spec.FLOOR_SIZE, spec.FLOOR_SIZE, FLOOR)
-    if room is not None:
-        cv.rect(*room, ROOM)
-    for k in range(1, spec.GRID_SIZE):
-        if k % 5 == 0:
-            c = k * spec.CELL
-            cv.rect(c - 0.006, 0.0, c + 0.006, spec.FLOOR_SIZE, GRID_LINE)
-            cv.rect(0.0, c - 0.006, spec.FLOOR_SIZE, c + 0.006, GRID_LINE)
-    occluders = [w.rect() for w in scene.walls] + [_box_rect(b) for b in scene.boxes]
+    cv = _Canvas(pixels, -MARGIN, spec.FLOOR_SIZE + MARGIN)
+    walls = tuple((w.rect(), w.height > spec.INTERIOR_WALL_HEIGHT) for w in scene.walls)
+    floor, wall_mask, wall_colours = _static_layers(pixels, walls, room)
+    cv.img[:] = floor
+    occluders = [rect for rect, _ in walls] + [_box_rect(b) for b in scene.boxes]
     for agent in scene.agents:
         cv.wedge(agent.x, agent.y, agent.heading, spec.VIEW_HALF_ANGLE, CONE_RADIUS, TEAM[agent.team],
                  0.2, occluders)
-    for wall in scene.walls:
-        cv.rect(*wall.rect(), OUTER_WALL if wall.height > spec.INTERIOR_WALL_HEIGHT else WALL)
+    cv.img[wall_mask] = wall_colours
     for box in scene.boxes:
         _object(cv, _box_rect(box), BOX, box.locked_by)
     for ramp in scene.ramps:
@@ -142,6 +135,27 @@ def render_scene(scene: Scene, pixels: int = 480, prep: bool = False,
         cv.disc(agent.x + 0.6 * r * math.cos(agent.heading), agent.y + 0.6 * r * math.sin(agent.heading),
                 0.3 * r, (255, 255, 255))
     return np.clip(cv.img, 0, 255).astype(np.uint8)
+
+
+@functools.lru_cache(maxsize=8)
+def _static_layers(pixels: int, walls: tuple[tuple[tuple[float, ...], bool], ...],
+                   room: tuple[float, float, float, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What stays put through an episode, drawn once per world: the floor (room tint, grid) and the
+    walls, as a mask with their colours (walls go over the view cones, the floor under them)."""
+    cv = _Canvas(pixels, -MARGIN, spec.FLOOR_SIZE + MARGIN)
+    cv.img[:] = OUTSIDE
+    cv.rect(0.0, 0.0, spec.FLOOR_SIZE, spec.FLOOR_SIZE, FLOOR)
+    if room is not None:
+        cv.rect(*room, ROOM)
+    for k in range(5, spec.GRID_SIZE, 5):
+        c = k * spec.CELL
+        cv.rect(c - 0.006, 0.0, c + 0.006, spec.FLOOR_SIZE, GRID_LINE)
+        cv.rect(0.0, c - 0.006, spec.FLOOR_SIZE, c + 0.006, GRID_LINE)
+    floor = cv.img.copy()
+    for rect, outer in walls:
+        cv.rect(*rect, OUTER_WALL if outer else WALL)
+    mask = np.any(cv.img != floor, axis=-1)
+    return floor, mask, cv.img[mask]
 
 
 def _box_rect(box: Box) -> tuple[float, float, float, float]:
