@@ -26,6 +26,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/hide_and_seek_throughput.py
 	$(PY) benchmarks/pendulum.py
 	$(PY) benchmarks/scaling.py
+	$(PY) benchmarks/viewer_overhead.py
 
 # Long runs, not in CI: 30 minutes of hide-and-seek self-play learning; 10 minutes of fault injection.
 bench-long: $(STAMP)

@@ -31,6 +31,12 @@
 # blocked by hider-locked boxes at the end of preparation, who is inside the room), box and ramp
 # movement and locks, env steps/s and the losses. The first thing to watch for: the seeker learning to
 # enter the room (hidden fraction falls), then the hider answering it by locking boxes.
+#
+# Below the curves, the **episode viewer** tab plays an episode of the current policy every 100
+# versions (or on its "new episode" button, or from a checkpoint): play, pause and scrub through it to
+# see where the hider goes and which boxes it locks; each episode is also saved under the run's
+# `videos/`. The **compare runs** tab overlays this run with others in the same runs folder, and
+# `tensorboard --logdir runs` shows every run's metrics and episodes.
 
 # %% tags=["parameters"]
 ACTORS = 1  # actor worker processes (on 2 cores one actor keeps the trainer fed)

@@ -2,8 +2,11 @@
 
 Open 02_hide_and_seek, run all cells, wait until the curve image has changed twice, move the actor
 control from 1 to 2 with the keyboard, and wait for the worker table to show 2 running actor workers
-(the embedded LocalCluster grows by one process for it). A screenshot of the panel is saved under
-``runs/screenshots/``. Skipped, saying why, only when no chromium can be found.
+(the embedded LocalCluster grows by one process for it). Then the episode viewer: its frame changes
+while it plays, stays put when paused, follows the step scrubber, and a new episode shows a newer
+policy version; the comparison tab draws the run. Screenshots of the panel, the viewer and the
+comparison are saved under ``runs/screenshots/``. Skipped, saying why, only when no chromium can be
+found.
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCREENSHOT = ROOT / "runs" / "screenshots" / "02_hide_and_seek_panel.png"
+SCREENSHOTS = ROOT / "runs" / "screenshots"
+SCREENSHOT = SCREENSHOTS / "02_hide_and_seek_panel.png"
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 RUNNING_ACTORS = "table.srl-workers tr[data-role='actor'][data-state='running']"
@@ -31,6 +35,48 @@ TRAINED = """() => {
     return m !== null && Number(m[1]) >= 3;
 }"""
 STOPPED = "() => document.querySelector('.srl-panel').innerText.includes('stopped after')"
+FRAME_SRC = "() => document.querySelector('img.srl-viewer-frame').getAttribute('src')"
+SHOWN_VERSION = """() => {
+    const b = document.querySelector('.srl-viewer-version');
+    return b === null ? -1 : Number(b.innerText);
+}"""
+
+
+def check_episode_viewer(page) -> None:
+    """Play, pause, scrub, then a new episode of a newer policy version; screenshot the viewer."""
+    page.wait_for_function(f"() => ({SHOWN_VERSION})() >= 0", timeout=240_000)  # the first episode is in
+    page.evaluate("""() => {
+        window.srlFrames = 0;
+        new MutationObserver(() => window.srlFrames++)
+            .observe(document.querySelector('img.srl-viewer-frame'), {attributeFilter: ['src']});
+    }""")
+    page.wait_for_function("() => window.srlFrames >= 5", timeout=60_000)  # it plays by itself
+    page.locator(".srl-viewer-play button:has(i.fa-pause)").click()
+    time.sleep(1.0)  # a frame already on its way may still land
+    paused = page.evaluate(FRAME_SRC)
+    time.sleep(2.0)
+    assert page.evaluate(FRAME_SRC) == paused, "the frame kept changing after pause"
+    handle = page.locator(".srl-viewer-step .noUi-handle")
+    before = float(handle.get_attribute("aria-valuenow"))
+    handle.focus()
+    page.keyboard.press("PageUp" if before < 40 else "PageDown")  # the scrubber moves the frame
+    page.wait_for_function(f"() => ({FRAME_SRC})() !== {json.dumps(paused)}", timeout=30_000)
+    assert float(handle.get_attribute("aria-valuenow")) != before
+    shown = page.evaluate(SHOWN_VERSION)
+    page.locator("button.srl-viewer-new").click()
+    page.wait_for_function(f"() => ({SHOWN_VERSION})() > {shown}", timeout=240_000)
+    page.locator(".srl-viewer").scroll_into_view_if_needed()
+    page.locator(".srl-viewer").screenshot(path=str(SCREENSHOTS / "02_hide_and_seek_viewer.png"))
+
+
+def check_comparison(page) -> None:
+    """The comparison tab lists the run and draws it."""
+    page.locator(".srl-tabs .lm-TabBar-tab", has_text="compare runs").click()
+    source = "() => document.querySelector('img.srl-compare-image').getAttribute('src') || ''"
+    before = page.evaluate(source)
+    page.locator("button.srl-compare-button").click()
+    page.wait_for_function(f"() => !['', {json.dumps(before)}].includes(({source})())", timeout=60_000)
+    page.locator(".srl-compare").screenshot(path=str(SCREENSHOTS / "02_compare_runs.png"))
 
 
 @pytest.fixture
@@ -138,6 +184,8 @@ def test_showcase_notebook_in_jupyterlab(chromium, jupyterlab):
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT))
             print(f"screenshot: {SCREENSHOT}")
+            check_episode_viewer(page)
+            check_comparison(page)
 
             page.locator("button.srl-stop").click()
             page.wait_for_function(STOPPED, timeout=120_000)

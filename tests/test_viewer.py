@@ -39,14 +39,14 @@ def gif_frames(data: bytes) -> list[Image.Image]:
 
 def test_a_filmed_hide_and_seek_episode_decodes_to_every_step():
     config = showcase_config("short")
-    episode = play_episode(config, WeightsSource(weights=fresh_weights(config), version=7), seed=3, pixels=240)
+    episode = play_episode(config, WeightsSource(weights=fresh_weights(config), version=7), seed=3, pixels=400)
     horizon = 80  # quadrant episodes are 80 steps: one frame per state the agents acted on
     assert len(episode.pngs) == horizon and episode.version == 7 and episode.seed == 3
-    assert episode.size == (240 + CAPTION_PX, 240)
+    assert episode.size == (400 + CAPTION_PX, 400)
     frames = gif_frames(episode.gif)
-    assert len(frames) == horizon and all(f.size == (240, 240 + CAPTION_PX) for f in frames)
+    assert len(frames) == horizon and all(f.size == (400, 400 + CAPTION_PX) for f in frames)
     first, last = (np.asarray(Image.open(io.BytesIO(p))) for p in (episode.pngs[0], episode.pngs[-1]))
-    assert first.shape == (240 + CAPTION_PX, 240, 3)
+    assert first.shape == (400 + CAPTION_PX, 400, 3)
     assert not np.array_equal(first[CAPTION_PX:], last[CAPTION_PX:]), "nothing moved in 80 steps"
     assert not np.array_equal(first[:CAPTION_PX], last[:CAPTION_PX]), "the caption shows the step and phase"
     assert 0.0 <= episode.stats["hidden_fraction"] <= 1.0 and "fort_prep" in episode.stats

@@ -30,7 +30,7 @@ AUTO_PAUSE_S = 10.0  # an automatic episode starts at least this long after the 
 class EpisodeViewer:
     """Plays episodes of ``source`` (a live or stopped ``Run``, or a run reopened with ``open_run``)."""
 
-    def __init__(self, source: Any, every_versions: int = 100, pixels: int = 320, fps: float = 10.0,
+    def __init__(self, source: Any, every_versions: int = 100, pixels: int = 400, fps: float = 10.0,
                  auto: bool = True, process: EpisodeProcess | None = None):
         if every_versions < 1:
             raise ValueError(f"every_versions must be >= 1, got {every_versions}")
@@ -38,7 +38,8 @@ class EpisodeViewer:
         self.every_versions = every_versions
         self.pixels = pixels
         self.fps = fps
-        self.episode: Episode | None = None
+        self.episode: Episode | None = None  # the one on screen
+        self.episodes: list[Episode] = []  # every episode played, oldest first (what they cost: .seconds)
         self.saved: list[str] = []  # videos written, oldest first
         self._process = process or EpisodeProcess()
         self._lock = threading.Lock()
@@ -55,7 +56,7 @@ class EpisodeViewer:
         self.step = widgets.IntSlider(value=0, min=0, max=0, description="step", continuous_update=True,
                                       layout=widgets.Layout(width="420px"))
         widgets.jslink((self.play, "value"), (self.step, "value"))
-        self.frame = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.frame = widgets.Image(format="png", layout=widgets.Layout(width=f"{self.pixels}px", max_width="100%"))
         self.info = widgets.HTML("<i>no episode yet</i>")
         self.new = widgets.Button(description="new episode", icon="film", layout=widgets.Layout(width="140px"))
         self.weights = widgets.Dropdown(options=self._weight_options(), value=LATEST, description="weights",
@@ -85,6 +86,11 @@ class EpisodeViewer:
         return [LATEST, *(os.path.basename(p) for p in reversed(found))]
 
     # ------------------------------------------------------------------ episodes
+    @property
+    def busy(self) -> bool:
+        """An episode is being played."""
+        return self._pending is not None
+
     def request(self) -> bool:
         """Play a new episode with the chosen weights; False when one is already being played."""
         with self._lock:
@@ -103,7 +109,7 @@ class EpisodeViewer:
 
     def on_version(self, version: int) -> None:
         """The run's policy version now (the panel's pump calls this): plays one every ``every_versions``."""
-        if not self.auto.value or self._pending is not None:
+        if not self.auto.value or self.busy:
             return
         last = self._requested
         if last is None or (version >= last + self.every_versions
@@ -140,6 +146,7 @@ class EpisodeViewer:
             self._show_text(f"the episode could not be played: {exc}", error=True)
             return
         path = self._save(episode)
+        self.episodes.append(episode)
         self.episode = episode
         self.play.playing = False
         self.play.max = self.step.max = len(episode.pngs) - 1

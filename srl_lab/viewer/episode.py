@@ -50,7 +50,7 @@ class Episode:
     seed: int
 
 
-def play_episode(config: Any, source: WeightsSource, seed: int = 0, pixels: int = 320,
+def play_episode(config: Any, source: WeightsSource, seed: int = 0, pixels: int = 400,
                  max_steps: int = 1000, fps: float = 10.0) -> Episode:
     """Play and film one episode of ``config``'s env (an ``ExperimentConfig``; None: the checkpoint's)."""
     start = time.perf_counter()
@@ -129,7 +129,7 @@ def _film(env: Any, policy: Policy, seed: int, pixels: int, max_steps: int, vers
         if frame is None:
             raise RuntimeError(f"{type(env).__name__} rendered nothing: the viewer needs an env whose render() "
                                "returns an RGB array (gymnasium: render_mode='rgb_array')")
-        phase = ("preparation: seekers frozen" if t < prep else "play") if prep else ""
+        phase = ("preparation" if t < prep else "play") if prep else ""
         steps = f"step {t + 1}/{horizon}" if horizon else f"step {t + 1}"
         shots.append(frames.caption(frames.fit(frame, pixels), f"v{version}  {steps}  {phase}".rstrip(), legend))
         rows = obs_to_tensor(flatten_rows(obs, n_agents))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-CAPTION_PX = 24  # height of the bar above each frame
+CAPTION_PX = 24  # height of one line of the bar above each frame
 TEXT = (36, 41, 47)
 BAR = (246, 248, 250)
 
@@ -27,19 +27,24 @@ def fit(frame: np.ndarray, pixels: int) -> np.ndarray:
 
 
 def caption(frame: np.ndarray, text: str, legend: Sequence[tuple[str, tuple[int, int, int]]] = ()) -> np.ndarray:
-    """``frame`` with a bar above it holding ``text`` and, at the right, coloured ``legend`` entries."""
+    """``frame`` under a bar holding ``text`` and coloured ``legend`` entries (right-aligned, or on a
+    second line when the frame is too narrow for both)."""
     h, w = frame.shape[:2]
-    image = Image.new("RGB", (w, h + CAPTION_PX), BAR)
-    image.paste(Image.fromarray(np.ascontiguousarray(frame[..., :3])), (0, CAPTION_PX))
-    draw = ImageDraw.Draw(image)
     font = _font()
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    legend_px = sum(int(measure.textlength(label, font=font)) + 26 for label, _ in legend)
+    rows = 1 if int(measure.textlength(text, font=font)) + legend_px + 18 <= w else 2
+    bar = CAPTION_PX * rows
+    image = Image.new("RGB", (w, h + bar), BAR)
+    image.paste(Image.fromarray(np.ascontiguousarray(frame[..., :3])), (0, bar))
+    draw = ImageDraw.Draw(image)
     draw.text((6, 5), text, fill=TEXT, font=font)
-    x = w - 6
+    x, y = w - 6, 5 + CAPTION_PX * (rows - 1)
     for label, colour in reversed(legend):
         x -= int(draw.textlength(label, font=font))
-        draw.text((x, 5), label, fill=TEXT, font=font)
+        draw.text((x, y), label, fill=TEXT, font=font)
         x -= 16
-        draw.ellipse((x, 7, x + 11, 18), fill=colour)
+        draw.ellipse((x, y + 2, x + 11, y + 13), fill=colour)
         x -= 10
     return np.asarray(image)
 

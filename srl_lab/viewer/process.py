@@ -55,7 +55,7 @@ class EpisodeProcess:
         self._pending: dict[int, Future] = {}
         self._ids = itertools.count()
 
-    def play(self, config: Any, source: WeightsSource, seed: int = 0, pixels: int = 320,
+    def play(self, config: Any, source: WeightsSource, seed: int = 0, pixels: int = 400,
              max_steps: int = 1000, fps: float = 10.0) -> "Future[Episode]":
         """Play one episode of ``config``'s env (None: the checkpoint's config) with ``source``'s weights."""
         future: Future = Future()

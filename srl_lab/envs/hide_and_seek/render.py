@@ -81,7 +81,8 @@ class _Canvas:
         cos_off = (dx * math.cos(heading) + dy * math.sin(heading)) / np.maximum(dist, 1e-9)
         mask = (dist <= r) & (cos_off >= math.cos(half_angle))
         for rect in occluders:
-            mask &= ~_segments_hit(x, y, dx, dy, rect)
+            if rect[0] <= x + r and rect[2] >= x - r and rect[1] <= y + r and rect[3] >= y - r:  # within reach
+                mask &= ~_segments_hit(x, y, dx, dy, rect)
         self.blend(window, mask, colour, alpha)
 
 
