@@ -129,8 +129,7 @@ class ExperimentConfig:
         if self.policy.mapping not in ("shared", "per_team"):
             raise ConfigError("policy.mapping", f"unknown mapping {self.policy.mapping!r}",
                               "use 'shared' (one network for all agents) or 'per_team' (one per team)")
-        _positive(self.ppo.epochs, "ppo.epochs", "passes over each batch, e.g. 4")
-        _positive(self.ppo.minibatch_size, "ppo.minibatch_size", "e.g. 1024")
+        _check_ppo(self.ppo, self.actors.fragment_length)
         if self.trainer.max_version_lag < 0:
             raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
                               "use 0 for strictly on-policy samples or a small positive lag")
@@ -189,6 +188,38 @@ class ExperimentConfig:
                 value["hidden"] = tuple(value["hidden"])
             kwargs[key] = sub(**value)
         return cls(**kwargs)
+
+
+def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
+    """PPO settings that cannot work, alone or together, named before launch rather than in the trainer."""
+    _positive(ppo.epochs, "ppo.epochs", "passes over each batch, e.g. 4")
+    _positive(ppo.minibatch_size, "ppo.minibatch_size", "e.g. 1024")
+    for name, value, low, high, hint in (
+            ("lr", ppo.lr, 0.0, None, "e.g. 2.5e-4"), ("clip_coef", ppo.clip_coef, 0.0, None, "e.g. 0.2"),
+            ("gamma", ppo.gamma, 0.0, 1.0, "a discount in (0, 1], e.g. 0.99"),
+            ("gae_lambda", ppo.gae_lambda, -1e-12, 1.0, "in [0, 1], e.g. 0.95"),
+            ("vtrace_rho_bar", ppo.vtrace_rho_bar, 0.0, None, "e.g. 1.0"),
+            ("vtrace_c_bar", ppo.vtrace_c_bar, 0.0, None, "e.g. 1.0"),
+            ("value_norm_beta", ppo.value_norm_beta, 0.0, 1.0, "an EMA decay in (0, 1], e.g. 0.99")):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > low \
+                or (high is not None and value > high):
+            bounds = (">= 0" if low < 0 else f"> {low:g}") + (f" and <= {high:g}" if high is not None else "")
+            raise ConfigError(f"ppo.{name}", f"must be a number {bounds}, got {value!r}", hint)
+    for name in ("ent_coef", "vf_coef", "max_grad_norm", "value_clip", "anneal_lr_steps", "burn_in", "chunk_length"):
+        value = getattr(ppo, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"ppo.{name}", f"must be a number >= 0, got {value!r}", "0 turns it off")
+    if ppo.advantage not in ("gae", "vtrace"):
+        raise ConfigError("ppo.advantage", f"unknown estimator {ppo.advantage!r}",
+                          "use 'gae' or 'vtrace' (corrects stale samples)")
+    if ppo.max_staleness is not None and (not isinstance(ppo.max_staleness, int) or ppo.max_staleness < 0):
+        raise ConfigError("ppo.max_staleness", f"must be None or an integer >= 0, got {ppo.max_staleness!r}",
+                          "None keeps every sample for every epoch")
+    if ppo.chunk_length and fragment_length % ppo.chunk_length:
+        raise ConfigError("ppo.chunk_length", f"{ppo.chunk_length} does not divide actors.fragment_length "
+                          f"{fragment_length}: fragments are cut into whole chunks",
+                          f"use a divisor of {fragment_length}, e.g. "
+                          f"{max(d for d in range(1, ppo.chunk_length + 1) if fragment_length % d == 0)}, or 0")
 
 
 def _is_callable_marker(value: Any) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from srl_lab.config import ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PolicyConfig, TrainerConfig
+from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PolicyConfig, PPOConfig,
+                            TrainerConfig)
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system.controller import launch
 
@@ -22,12 +23,27 @@ def _pendulum_policy(observation_space, action_space):
     (ExperimentConfig(trainer=TrainerConfig(device="tpu")), "trainer.device"),
     (ExperimentConfig(policy=PolicyConfig(factory=_pendulum_policy)), "policy.observation_space"),
     (ExperimentConfig(env=EnvConfig(id=None)), "env.id"),
+    # PPO settings that cannot work together, caught before launch instead of inside the trainer
+    (ExperimentConfig(actors=ActorConfig(fragment_length=64), ppo=PPOConfig(chunk_length=24)), "ppo.chunk_length"),
+    (ExperimentConfig(ppo=PPOConfig(norm_obs=True)), "ppo.norm_obs"),  # the MLP has no obs normaliser
+    (ExperimentConfig(ppo=PPOConfig(gamma=1.5)), "ppo.gamma"),
+    (ExperimentConfig(ppo=PPOConfig(gae_lambda=-0.1)), "ppo.gae_lambda"),
+    (ExperimentConfig(ppo=PPOConfig(lr=0.0)), "ppo.lr"),
+    (ExperimentConfig(ppo=PPOConfig(advantage="td")), "ppo.advantage"),
+    (ExperimentConfig(ppo=PPOConfig(burn_in=-1)), "ppo.burn_in"),
+    (ExperimentConfig(ppo=PPOConfig(max_staleness=-1)), "ppo.max_staleness"),
 ])
 def test_invalid_config_names_the_field(config, field):
     with pytest.raises(ConfigError) as info:
         config.validate()
     assert info.value.field == field
     assert str(info.value).startswith(field) and "Fix:" in str(info.value)
+
+
+def test_a_chunk_length_that_does_not_divide_the_fragment_suggests_one_that_does():
+    config = ExperimentConfig(actors=ActorConfig(fragment_length=64), ppo=PPOConfig(chunk_length=24))
+    with pytest.raises(ConfigError, match="24 does not divide actors.fragment_length 64.*e.g. 16"):
+        config.validate()
 
 
 def test_unknown_env_id_suggests_the_close_match():

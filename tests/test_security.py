@@ -7,6 +7,7 @@ import os
 import pathlib
 import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import zmq
@@ -23,7 +24,8 @@ from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.fragments import check_fragment
-from srl_lab.system.inference import parse_actions
+from srl_lab.models.mlp import MLPPolicy
+from srl_lab.system.inference import parse_actions, step_policy
 from srl_lab.system.parameters import parse_params_reply, parse_params_request
 from srl_lab.system.policy_worker import parse_infer
 from srl_lab.system.sample_stream import parse_fragment_meta
@@ -145,6 +147,31 @@ def test_every_message_decoder_accepts_or_refuses_signed_garbage_without_raising
     parse_params_reply(kind, meta, arrays)
     parse_actions(meta, arrays)
     parse_infer(meta, arrays)
+    parse_infer(meta, arrays, space=DICT_SPACE)
+
+
+BOX_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+DICT_SPACE = gym.spaces.Dict({"a": gym.spaces.Box(-1.0, 1.0, (2,), np.float32), "b": BOX_SPACE})
+BOX_POLICY = MLPPolicy(BOX_SPACE, gym.spaces.Discrete(3), (8,))
+shapes = hnp.array_shapes(min_dims=0, max_dims=3, max_side=5)
+finite_obs = st.one_of(hnp.arrays(np.float32, shapes, elements=st.floats(-10, 10, width=32)),
+                       hnp.arrays(np.int64, shapes, elements=st.integers(-5, 5)),
+                       hnp.arrays(np.bool_, shapes))
+requests = st.fixed_dictionaries({"obs": finite_obs | st.dictionaries(st.sampled_from(["a", "b"]), finite_obs)},
+                                 optional={"states": finite_obs})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(meta=metas, arrays=requests)
+def test_inference_requests_the_policy_worker_accepts_fit_the_network(meta, arrays):
+    """What ``parse_infer`` lets through reaches the network without an error, so an exception in the
+    forward pass can only be the user's network failing (and fails the run), never a peer's garbage."""
+    meta = {**meta, "group": 0} if "group" not in meta else meta
+    _, meta, arrays = codec.decode([bytes(f) for f in codec.encode("infer", meta, arrays, key=KEY)], key=KEY)
+    parsed = parse_infer(meta, arrays, space=BOX_SPACE)
+    if parsed is not None:
+        actions, _, _, _ = step_policy(BOX_POLICY, parsed[1], None, "cpu")
+        assert len(actions) == parsed[2]
 
 
 @settings(max_examples=300)

@@ -138,8 +138,16 @@ def test_the_viewer_follows_a_live_run_then_its_final_weights_and_checkpoints(da
     wait_for(lambda: viewer._pending is None and viewer.episode.version == int(choice[8:16]), 120,
              "an episode of the chosen checkpoint")
     viewer.close()
+    reopened = EpisodeViewer(srl_lab.open_run(str(tmp_path / "run")), pixels=160)  # after a kernel restart
+    try:
+        assert reopened.request()  # "latest": the newest checkpoint, with the config saved in it
+        newest = reopened.weights.options[1]
+        wait_for(lambda: reopened.episode is not None, 120, "an episode of the reopened run")
+        assert reopened.episode.version == int(newest[8:16])
+    finally:
+        reopened.close()
     videos = sorted(os.listdir(tmp_path / "run" / "videos"))
-    assert len(videos) == 4 and all(v.endswith(".gif") for v in videos)
+    assert len(videos) == 5 and all(v.endswith(".gif") for v in videos)
     assert len(gif_frames((tmp_path / "run" / "videos" / videos[0]).read_bytes())) == 80
     images = event_accumulator(tmp_path / "run").Images("episode")  # the live episodes, in TensorBoard
     assert len(images) == 2 and images[0].step <= images[1].step

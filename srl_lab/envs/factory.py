@@ -82,6 +82,9 @@ def check_env_and_policy(config: "ExperimentConfig") -> None:
                           "check policy.factory / policy.hidden") from exc
     finally:
         group.close()
+    if config.ppo.norm_obs and config.algorithm is None and not hasattr(policy, "obs_normalizer"):
+        raise ConfigError("ppo.norm_obs", f"{type(policy).__name__} has no obs_normalizer to normalise observations",
+                          "build the network on srl_lab.models.actor_critic.ActorCriticPolicy, or set norm_obs=False")
     for what in ("observation_space", "action_space"):
         expected, actual = getattr(policy, what), getattr(group, what)
         if not spaces_compatible(expected, actual):

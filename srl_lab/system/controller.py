@@ -20,6 +20,7 @@ import json
 import os
 import threading
 import time
+import traceback
 import uuid
 from typing import Any, Callable
 
@@ -346,8 +347,7 @@ class Run:
                     continue
                 error = future.exception(timeout=5) if future.status == "error" else None
                 if error is not None and not isinstance(error, INFRASTRUCTURE_ERRORS):
-                    self._failure = RuntimeError(f"SRL worker {worker_id} failed: {error!r}")
-                    self._failure.__cause__ = error
+                    self._failure = worker_failure(worker_id, error)
                     continue
                 self.supervisor.fault(worker_id, "resubmitted", time.time(),
                                       reason=repr(error) if error is not None else future.status)
@@ -425,6 +425,7 @@ class Run:
                for key in ("fragments_consumed", "dropped_stale", "rejected", "unauthenticated")},
             "restarts": sum(w["restarts"] for w in workers),
             "faults": faults,
+            "error": str(self._failure) if self._failure is not None else None,  # a worker's bug failed the run
             "episodes": len(self.metrics.episodes),
             "mean_return_last_20": self.metrics.mean_return(20),
             "dashboard": self.client.dashboard_link,
@@ -439,7 +440,8 @@ class Run:
             if future.status == "error":
                 error = future.exception(timeout=5)
                 if not isinstance(error, INFRASTRUCTURE_ERRORS):
-                    raise RuntimeError(f"SRL worker {worker_id} failed: {error!r}") from error
+                    self._failure = worker_failure(worker_id, error)
+                    raise self._failure
 
     def _abort_if_failed(self) -> None:
         """A failed worker makes a graceful drain impossible: cancel the rest and say why.
@@ -500,6 +502,15 @@ class Run:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def worker_failure(worker_id: str, error: BaseException) -> RuntimeError:
+    """The run's error when a worker raised (a bug, not a fault): the worker, the exception and the
+    traceback from where it was raised on the worker."""
+    where = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
+    failure = RuntimeError(f"SRL worker {worker_id} failed: {error!r}\n{where}")
+    failure.__cause__ = error
+    return failure
 
 
 def _merge_trainers(results: list[dict[str, Any]]) -> dict[str, Any]:

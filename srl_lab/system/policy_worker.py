@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import zmq
 
@@ -25,12 +26,15 @@ from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.streams import Receiver, bind
 
 
-def parse_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple[int, ...] | None = None
-                ) -> tuple[int, Any, int, np.ndarray | None] | None:
+def parse_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple[int, ...] | None = None,
+                space: gym.Space | None = None) -> tuple[int, Any, int, np.ndarray | None] | None:
     """``(group, obs, rows, state)`` of an ``infer`` request, None if malformed.
 
-    ``state_shape`` is a recurrent policy's per-row state shape: a request's ``states`` must then be
-    float rows of that shape (or absent: initial state). Feed-forward policies ignore ``states``.
+    ``space`` is the policy's observation space: each row must have its keys and shapes, in numbers,
+    so that whatever reaches the network fits it (an exception from the network is then the user's
+    bug, and fails the run). ``state_shape`` is a recurrent policy's per-row state shape: a request's
+    ``states`` must then be float rows of that shape (or absent: initial state). Feed-forward
+    policies ignore ``states``.
     """
     group, obs = meta.get("group"), arrays.get("obs")
     if not isinstance(group, int) or obs is None:
@@ -39,13 +43,22 @@ def parse_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple
     if not leaves or any(isinstance(x, dict) or x.ndim < 1 for x in leaves):
         return None
     rows = len(leaves[0])
-    if any(len(x) != rows for x in leaves):
+    if any(len(x) != rows for x in leaves) or (space is not None and not fits_space(obs, space)):
         return None
     state = arrays.get("states") if state_shape is not None else None
     if state is not None and (isinstance(state, dict) or state.shape != (rows, *state_shape)
                               or state.dtype.kind != "f"):
         return None
     return group, obs, rows, state
+
+
+def fits_space(obs: Any, space: gym.Space) -> bool:
+    """Whether a batch of rows has ``space``'s structure and per-row shapes, in numbers."""
+    if isinstance(space, gym.spaces.Dict):
+        return (isinstance(obs, dict) and obs.keys() == space.spaces.keys()
+                and all(fits_space(obs[key], sub) for key, sub in space.spaces.items()))
+    return (isinstance(obs, np.ndarray) and obs.dtype.kind in "biuf"
+            and (space.shape is None or obs.shape[1:] == space.shape))
 
 
 class BatchServer:
@@ -62,7 +75,7 @@ class BatchServer:
         msg = self.receiver.recv(timeout_ms=timeout_ms)
         while msg is not None:
             identity, _, meta, arrays = msg
-            parsed = parse_infer(meta, arrays, self.state_shape)
+            parsed = parse_infer(meta, arrays, self.state_shape, self.policy.observation_space)
             if parsed is None:
                 self.receiver.rejected += 1
             else:
@@ -84,12 +97,10 @@ class BatchServer:
         if not requests:
             return 0
         start = time.perf_counter()
-        try:
-            actions, logp, values, state = step_policy(self.policy, tree_concat([r[2] for r in requests]),
-                                                       self._states(requests), self.device)
-        except Exception:  # observations that do not fit the network: drop the batch, keep serving
-            self.receiver.rejected += len(requests)
-            return 0
+        # Requests that do not fit the network were refused above: an exception here is the user's
+        # network failing, and fails the run with its traceback, as inline inference does.
+        actions, logp, values, state = step_policy(self.policy, tree_concat([r[2] for r in requests]),
+                                                   self._states(requests), self.device)
         self.busy_s += time.perf_counter() - start
         offset = 0
         for identity, group, _, k, _ in requests:

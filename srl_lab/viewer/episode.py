@@ -50,22 +50,50 @@ class Episode:
     seed: int
 
 
+class Player:
+    """Plays episodes, keeping the env and network of the last config between them (the viewing
+    process plays the same run's episodes again and again: building them each time costs more than
+    a frame)."""
+
+    def __init__(self) -> None:
+        self._built: tuple[bytes, Any, Policy] | None = None  # (pickled config, env, policy)
+
+    def play(self, config: Any, source: WeightsSource, seed: int = 0, pixels: int = 400,
+             max_steps: int = 1000, fps: float = 10.0) -> Episode:
+        """Play and film one episode of ``config``'s env (an ``ExperimentConfig``; None: the checkpoint's)."""
+        start = time.perf_counter()
+        torch.set_num_threads(1)
+        weights, version, config = _load(source, config)
+        env, policy = self._build(config, seed)
+        policy.load_weights(weights)
+        shots, stats = _film(env, policy, seed, pixels, max_steps, version)
+        return Episode(version=version, pngs=[frames.png(f) for f in shots], gif=frames.gif(shots, fps),
+                       size=shots[0].shape[:2], stats=stats, seconds=time.perf_counter() - start, seed=seed)
+
+    def _build(self, config: Any, seed: int) -> tuple[Any, Policy]:
+        key = cloudpickle.dumps(config)
+        if self._built is None or self._built[0] != key:
+            self.close()
+            env = _viewing_env(config, seed)
+            policy = make_policy(config, env.observation_space, env.action_space)
+            policy.eval()
+            self._built = (key, env, policy)
+        return self._built[1], self._built[2]
+
+    def close(self) -> None:
+        if self._built is not None:
+            self._built[1].close()
+            self._built = None
+
+
 def play_episode(config: Any, source: WeightsSource, seed: int = 0, pixels: int = 400,
                  max_steps: int = 1000, fps: float = 10.0) -> Episode:
-    """Play and film one episode of ``config``'s env (an ``ExperimentConfig``; None: the checkpoint's)."""
-    start = time.perf_counter()
-    torch.set_num_threads(1)
-    weights, version, config = _load(source, config)
-    env = _viewing_env(config, seed)
+    """Play and film one episode with a player of its own (``Player.play``)."""
+    player = Player()
     try:
-        policy = make_policy(config, env.observation_space, env.action_space)
-        policy.load_weights(weights)
-        policy.eval()
-        shots, stats = _film(env, policy, seed, pixels, max_steps, version)
+        return player.play(config, source, seed, pixels, max_steps, fps)
     finally:
-        env.close()
-    return Episode(version=version, pngs=[frames.png(f) for f in shots], gif=frames.gif(shots, fps),
-                   size=shots[0].shape[:2], stats=stats, seconds=time.perf_counter() - start, seed=seed)
+        player.close()
 
 
 def _load(source: WeightsSource, config: Any) -> tuple[dict[str, np.ndarray], int, Any]:

@@ -1,9 +1,10 @@
 """The viewing process: one lowest-priority interpreter of its own that plays episodes for the viewer.
 
 Episodes are played here rather than on an actor or the trainer, and at a lower priority (``nice``
-10 by default: about a tenth of a core's share against each busy worker), so the run's workers keep
-their cores and the viewer mostly works in the time they leave idle (``benchmarks/viewer_overhead.py``
-measures what it costs a run; ``nice=19`` starves the viewer on a saturated machine). It is a plain ``python -m srl_lab.viewer.serve`` child rather than a
+15 by default: about a thirtieth of a core's share against each busy worker), so the run's workers
+keep their cores and the viewer mostly works in the time they leave idle
+(``benchmarks/viewer_overhead.py`` measures what it costs a run; at ``nice=19`` an episode can wait
+minutes on a saturated machine). It is a plain ``python -m srl_lab.viewer.serve`` child rather than a
 multiprocessing one, because spawn would re-run a calling script that has no ``__main__`` guard (and
 cannot start at all from code typed at a prompt). Requests and replies cross its stdin and stdout
 as length-prefixed cloudpickle messages, so envs and networks defined in a notebook travel too.
@@ -48,7 +49,7 @@ class EpisodeProcess:
     with the reason).
     """
 
-    def __init__(self, nice: int = 10) -> None:
+    def __init__(self, nice: int = 15) -> None:
         self.nice = nice
         self._lock = threading.Lock()
         self._child: subprocess.Popen | None = None

@@ -1,0 +1,82 @@
+"""A bug in user code fails the run within seconds, naming the worker and carrying the user's message.
+
+Infrastructure faults (a lost process, a lost Dask worker, silence) are healed by the supervisor; an
+exception raised by the user's network, env or algorithm is not a fault to heal but a bug to show: in
+inline and remote inference alike, the run fails with the worker's name and the original traceback,
+in the kernel (``wait`` raises) and in ``status()``.
+"""
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import pytest
+
+from srl_lab.algorithms.a2c import A2C
+from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, TrainerConfig
+from srl_lab.models.mlp import MLPPolicy
+from srl_lab.system.controller import launch
+
+FAIL_WITHIN_S = 15.0
+
+
+class ExplodingNetwork(MLPPolicy):
+    def distribution_and_value(self, obs):
+        raise ValueError("the user's network exploded")
+
+
+class ResetFails(gym.Wrapper):
+    def reset(self, **kwargs):
+        raise OSError("the user's env cannot reset")
+
+
+def broken_env(**kwargs) -> gym.Env:
+    return ResetFails(gym.make("CartPole-v1"))
+
+
+class FailingAlgorithm(A2C):
+    def train(self, batch, version=None):
+        raise ArithmeticError("the user's algorithm diverged")
+
+
+def small(name: str, **overrides) -> ExperimentConfig:
+    return ExperimentConfig(name=name, actors=ActorConfig(workers=1, ring_size=1, envs_per_group=4,
+                                                          fragment_length=16),
+                            trainer=TrainerConfig(batch_steps=64), **overrides)
+
+
+def assert_run_fails(config: ExperimentConfig, client, run_dir: str, worker: str, text: str) -> None:
+    run = launch(config, client=client, run_dir=run_dir)
+    start = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError) as failure:
+            run.wait(seconds=4 * FAIL_WITHIN_S)
+        elapsed = time.monotonic() - start
+        message = str(failure.value)
+        assert elapsed < FAIL_WITHIN_S, f"the run failed only after {elapsed:.1f} s"
+        assert f"SRL worker {worker} failed" in message and text in message, message
+        assert "Traceback" in message and "line" in message, message  # where the user's code raised
+        status = run.status()
+        assert status["error"] is not None and text in status["error"]
+        assert [w["state"] for w in status["workers"] if w["worker"] == worker] == ["error"]
+    finally:
+        with pytest.raises(RuntimeError, match=text):
+            run.stop()  # cancels the rest, says why, and leaves result.json behind
+    assert run.result["error"] and text in run.result["error"]
+
+
+@pytest.mark.parametrize("mode,worker", [("inline", "actor-0"), ("remote", "policy-0")])
+def test_a_network_raising_in_its_forward_pass_fails_the_run(dask_client, tmp_path, mode, worker):
+    config = small(f"exploding-{mode}", policy=PolicyConfig(factory=ExplodingNetwork),
+                   inference=InferenceConfig(mode=mode, policy_workers=1))
+    assert_run_fails(config, dask_client, str(tmp_path / "run"), worker, "the user's network exploded")
+
+
+def test_an_env_raising_in_reset_at_start_up_fails_the_run(dask_client, tmp_path):
+    config = small("broken-reset", env=EnvConfig(id=None, factory=broken_env))
+    assert_run_fails(config, dask_client, str(tmp_path / "run"), "actor-0", "the user's env cannot reset")
+
+
+def test_an_algorithm_raising_in_train_fails_the_run(dask_client, tmp_path):
+    config = small("diverging", algorithm=FailingAlgorithm)
+    assert_run_fails(config, dask_client, str(tmp_path / "run"), "trainer-0", "the user's algorithm diverged")
