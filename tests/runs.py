@@ -21,6 +21,15 @@ def solving_ppo() -> PPOConfig:
     return PPOConfig(lr=1e-3)
 
 
+def wait_for(predicate, timeout: float, what: str) -> None:
+    """Poll ``predicate`` every 0.2 s; fail the test saying what never happened within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
 def train_until_version(config: ExperimentConfig, client: Any, run_dir: str, version: int = 3,
                         timeout_s: float = 120.0) -> Run:
     """Launch ``config``, let it train until the policy reaches ``version`` (or time runs out), stop it.

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -11,7 +10,7 @@ from srl_lab.config import ActorConfig, ConfigError, ExperimentConfig, Inference
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
 from srl_lab.system.sample_stream import sample_service, trainer_of_actor
-from runs import solving_ppo
+from runs import solving_ppo, wait_for
 
 SOLVED = 475.0
 
@@ -56,13 +55,6 @@ def _worker(run, worker_id: str) -> dict:
     return next(w for w in run.status()["workers"] if w["worker"] == worker_id)
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 @pytest.mark.slow
 def test_a_killed_trainer_stops_the_run_clearly_and_resume_continues_it(tmp_path):
     """Each run gets its own embedded cluster (fresh processes; see the scale-out notes)."""
@@ -71,7 +63,7 @@ def test_a_killed_trainer_stops_the_run_clearly_and_resume_continues_it(tmp_path
         trainer=TrainerConfig(trainers=2, batch_steps=1024, checkpoint_every_versions=3))
     run = launch(config, run_dir=str(tmp_path))
     try:
-        _wait_for(lambda: run.status()["version"] >= 6 and _worker(run, "trainer-1")["pid"], 180, "training")
+        wait_for(lambda: run.status()["version"] >= 6 and _worker(run, "trainer-1")["pid"], 180, "training")
         os.kill(_worker(run, "trainer-1")["pid"], signal.SIGKILL)
         with pytest.raises(RuntimeError, match="lost a peer of its data-parallel group.*Run.resume"):
             run.wait(seconds=120, progress=False)
@@ -81,7 +73,7 @@ def test_a_killed_trainer_stops_the_run_clearly_and_resume_continues_it(tmp_path
     checkpointed = checkpoints.load_latest(checkpoints.folder(str(tmp_path)))[1]["version"]
     resumed = Run.resume(str(tmp_path))
     try:
-        _wait_for(lambda: resumed.status()["version"] >= checkpointed + 3, 180, "training after resume")
+        wait_for(lambda: resumed.status()["version"] >= checkpointed + 3, 180, "training after resume")
     finally:
         result = resumed.stop()
     rank0, rank1 = resumed.trainer_digests

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,16 +24,9 @@ from srl_lab.notebook.recipe import recipe_args
 from srl_lab.notebook.table import STATE_COLOURS, rows_html, worker_rows
 from srl_lab.system.metrics import MetricsLog, progress_postfix, rolling_mean
 from srl_lab.system.supervisor import Supervisor, worker_state
+from runs import wait_for
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def running(panel, role: str = "actor") -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import os
 import pathlib
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +29,7 @@ from srl_lab.system.parameters import parse_params_reply, parse_params_request
 from srl_lab.system.policy_worker import parse_infer
 from srl_lab.system.sample_stream import parse_fragment_meta
 from srl_lab.system.streams import Endpoint
+from runs import wait_for
 
 KEY = b"k" * 32
 INTRUDER_KEY = b"i" * 32
@@ -38,14 +38,6 @@ INTRUDER_KEY = b"i" * 32
 def config(mode: str, actors: int = 2) -> ExperimentConfig:
     return ExperimentConfig(name=f"secure-{mode}", inference=InferenceConfig(mode=mode),
                             actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=8, fragment_length=64))
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def well_formed_fragment(rows: int = 8, length: int = 64) -> dict:

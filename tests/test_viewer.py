@@ -17,7 +17,7 @@ from srl_lab.notebook.viewer import EpisodeViewer
 from srl_lab.viewer.episode import WeightsSource, play_episode
 from srl_lab.viewer.frames import CAPTION_PX
 from srl_lab.viewer.process import EpisodeProcess
-from runs import event_accumulator
+from runs import event_accumulator, wait_for
 
 
 def fresh_weights(config) -> dict:
@@ -99,13 +99,6 @@ def test_the_viewing_process_reports_errors_and_survives_being_killed():
         assert episode.version == 2 and len(episode.pngs) == 80
     finally:
         process.close()
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 @pytest.mark.slow
