@@ -13,9 +13,11 @@ import gymnasium as gym
 import pytest
 
 from srl_lab.algorithms.a2c import A2C
+from srl_lab.cluster import slot_count
 from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, TrainerConfig
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system.controller import launch
+from runs import wait_for
 
 FAIL_WITHIN_S = 15.0
 
@@ -46,6 +48,7 @@ def small(name: str, **overrides) -> ExperimentConfig:
 
 
 def assert_run_fails(config: ExperimentConfig, client, run_dir: str, worker: str, text: str) -> None:
+    slots = slot_count(client)
     run = launch(config, client=client, run_dir=run_dir)
     start = time.monotonic()
     try:
@@ -63,6 +66,8 @@ def assert_run_fails(config: ExperimentConfig, client, run_dir: str, worker: str
         with pytest.raises(RuntimeError, match=text):
             run.stop()  # cancels the rest, says why, and leaves result.json behind
     assert run.result["error"] and text in run.result["error"]
+    # A failed run's stop restarts the processes its other workers ran in; the next test waits for them.
+    wait_for(lambda: slot_count(client) >= slots, 120, "the cluster's restarted workers")
 
 
 @pytest.mark.parametrize("mode,worker", [("inline", "actor-0"), ("remote", "policy-0")])
