@@ -1,6 +1,7 @@
 """The episode viewer: filmed episodes, the viewing process, and the viewer following a live run."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import time
@@ -50,6 +51,16 @@ def test_a_filmed_hide_and_seek_episode_decodes_to_every_step():
     assert not np.array_equal(first[CAPTION_PX:], last[CAPTION_PX:]), "nothing moved in 80 steps"
     assert not np.array_equal(first[:CAPTION_PX], last[:CAPTION_PX]), "the caption shows the step and phase"
     assert 0.0 <= episode.stats["hidden_fraction"] <= 1.0 and "fort_prep" in episode.stats
+
+
+def test_the_mujoco_variant_is_filmed_the_same_way():
+    pytest.importorskip("mujoco")
+    config = showcase_config("short")
+    config = dataclasses.replace(config, env=dataclasses.replace(config.env, id="hide_and_seek"))
+    episode = play_episode(config, WeightsSource(weights=fresh_weights(config), version=3), pixels=240,
+                           max_steps=12)
+    assert len(episode.pngs) == 12 and len(gif_frames(episode.gif)) == 12
+    assert episode.size[1] == 240
 
 
 class Blinker(gym.Env):

@@ -17,7 +17,7 @@ import numpy as np
 from srl_lab.api.env import StepResult
 
 from . import doors, spec
-from .mujoco_episode import Episode
+from .mujoco_episode import Episode, prep_steps
 from .mujoco_layout import generate
 from .mujoco_render import render_episode
 from .scene import HIDER, SEEKER, SELF_FEATURES, Scene
@@ -66,6 +66,7 @@ class HideAndSeekMujoco:
                                   ramps if n_ramps is None else n_ramps)
         self.scenario = scenario
         self.horizon = spec.DEFAULT_HORIZON[scenario] if horizon is None else int(horizon)
+        self.prep_steps = prep_steps(self.horizon)  # what the episode viewer captions
         self.num_envs = int(num_envs)
         self.num_agents = self.layout.n_agents
         self.agent_teams = (HIDER,) * n_hiders + (SEEKER,) * n_seekers  # team of each agent
