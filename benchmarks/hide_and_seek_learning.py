@@ -28,12 +28,14 @@ against the trained seeker, not a random one, since hiders that start in the roo
 hidden from a random seeker on ~93 % of play steps. The fort rate comes from self-play episodes, so a
 hider that blocks doors only against a frozen opponent would not show up in it.
 
-One 30-minute run of the defaults on 2 cores (1 actor + 1 trainer, ~12k samples trained per second,
-21.8 M samples, 1,773 updates): seekers learned to enter the room within 1 minute (hidden fraction
-0.95 -> 0.57 by minute 4), hiders answered by locking boxes in preparation (0.3 -> ~1.3 locks per
-episode at minute 4) and then by leaving the room (hider_in_room 1.0 -> ~0.6), after which box
-locks collapsed and the hidden fraction settled near 0.70-0.75; no fort (fort_rate 0.0004).
-seeker_gain_pts 27.5, hider_gain_pts 4.3.
+One 30-minute run of the defaults on 2 cores (gamma 0.998; 1 actor + 1 trainer, 14.6 M env steps,
+2,373 updates): seekers learned to enter the room within a minute (seeker_in_room ~0.7, hidden
+fraction 0.95 -> ~0.6), hiders answered by carrying boxes in preparation (max_box_move_prep ~0.3 m
+-> ~1.5 m from ~6 M samples trained) and locking them, staying in the room until ~19 M samples and
+partly leaving it after (hider_in_room ~0.75 at the end); the hidden fraction recovered to ~0.75.
+No fort (fort_rate 0.012, doors_blocked_prep ~0.02-0.03). seeker_gain_pts 36.1, hider_gain_pts
+20.4. The same run with gamma 0.99 (the earlier default): no box carrying, hiders left the room at
+~4 M samples, fort_rate 0.0004, seeker_gain_pts 27.5, hider_gain_pts 4.3.
 
 The last stdout line is one JSON object.
 """

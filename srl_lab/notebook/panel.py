@@ -42,8 +42,9 @@ class Panel:
     """``run.panel()``: controls, worker table and live curves; displays as its widget."""
 
     def __init__(self, source: Any, refresh_hz: float = 4.0, max_actors: int | None = None,
-                 x_axis: str = "env_steps"):
-        """``x_axis``: plot the curves against "env_steps" (samples trained) or "time" (wall-clock)."""
+                 x_axis: str = "env_steps", episode_every: int = 100):
+        """``x_axis``: plot the curves against "env_steps" (samples trained) or "time" (wall-clock);
+        ``episode_every``: the episode viewer plays one every this many policy versions."""
         if not 2.0 <= refresh_hz <= 5.0:
             raise ValueError(f"refresh_hz must be within 2-5 Hz, got {refresh_hz}")
         check_x_axis(x_axis)
@@ -59,6 +60,7 @@ class Panel:
         self._wanted_actors: int | None = None
         self._ring_of: dict[str, int] = {}  # actor worker -> ring size it was started with
         self._reset_source_state()
+        self._episode_every = episode_every
         self._build(max_actors)
         self._renderer: Renderer | None = None  # only a pumped panel renders off-thread
         self._pump: UiPump | None = None
@@ -126,7 +128,7 @@ class Panel:
         run_dir = getattr(self.source, "run_dir", None)
         if not run_dir:
             return []
-        self.viewer = EpisodeViewer(self.source)
+        self.viewer = EpisodeViewer(self.source, every_versions=self._episode_every)
         self.compare = CompareView(os.path.dirname(run_dir), current=run_dir)
         self.tabs = widgets.Tab(children=[self.viewer.widget, self.compare.widget],
                                 titles=["episode viewer", "compare runs"])
