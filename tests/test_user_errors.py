@@ -13,11 +13,10 @@ import gymnasium as gym
 import pytest
 
 from srl_lab.algorithms.a2c import A2C
-from srl_lab.cluster import slot_count
 from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, TrainerConfig
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system.controller import launch
-from runs import wait_for
+from runs import local_client
 
 FAIL_WITHIN_S = 15.0
 
@@ -47,8 +46,14 @@ def small(name: str, **overrides) -> ExperimentConfig:
                             trainer=TrainerConfig(batch_steps=64), **overrides)
 
 
+@pytest.fixture
+def cluster():
+    """A cluster of the test's own: a failed run's stop restarts the processes its other workers ran in,
+    and one slow to come back must not cost the next test its slots."""
+    yield from local_client()
+
+
 def assert_run_fails(config: ExperimentConfig, client, run_dir: str, worker: str, text: str) -> None:
-    slots = slot_count(client)
     run = launch(config, client=client, run_dir=run_dir)
     start = time.monotonic()
     try:
@@ -66,22 +71,20 @@ def assert_run_fails(config: ExperimentConfig, client, run_dir: str, worker: str
         with pytest.raises(RuntimeError, match=text):
             run.stop()  # cancels the rest, says why, and leaves result.json behind
     assert run.result["error"] and text in run.result["error"]
-    # A failed run's stop restarts the processes its other workers ran in; the next test waits for them.
-    wait_for(lambda: slot_count(client) >= slots, 120, "the cluster's restarted workers")
 
 
 @pytest.mark.parametrize("mode,worker", [("inline", "actor-0"), ("remote", "policy-0")])
-def test_a_network_raising_in_its_forward_pass_fails_the_run(dask_client, tmp_path, mode, worker):
+def test_a_network_raising_in_its_forward_pass_fails_the_run(cluster, tmp_path, mode, worker):
     config = small(f"exploding-{mode}", policy=PolicyConfig(factory=ExplodingNetwork),
                    inference=InferenceConfig(mode=mode, policy_workers=1))
-    assert_run_fails(config, dask_client, str(tmp_path / "run"), worker, "the user's network exploded")
+    assert_run_fails(config, cluster, str(tmp_path / "run"), worker, "the user's network exploded")
 
 
-def test_an_env_raising_in_reset_at_start_up_fails_the_run(dask_client, tmp_path):
+def test_an_env_raising_in_reset_at_start_up_fails_the_run(cluster, tmp_path):
     config = small("broken-reset", env=EnvConfig(id=None, factory=broken_env))
-    assert_run_fails(config, dask_client, str(tmp_path / "run"), "actor-0", "the user's env cannot reset")
+    assert_run_fails(config, cluster, str(tmp_path / "run"), "actor-0", "the user's env cannot reset")
 
 
-def test_an_algorithm_raising_in_train_fails_the_run(dask_client, tmp_path):
+def test_an_algorithm_raising_in_train_fails_the_run(cluster, tmp_path):
     config = small("diverging", algorithm=FailingAlgorithm)
-    assert_run_fails(config, dask_client, str(tmp_path / "run"), "trainer-0", "the user's algorithm diverged")
+    assert_run_fails(config, cluster, str(tmp_path / "run"), "trainer-0", "the user's algorithm diverged")

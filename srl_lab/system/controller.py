@@ -54,6 +54,7 @@ from srl_lab.system.trainer_worker import trainer_worker
 STOP_TIMEOUT_S = 120.0
 SUPERVISE_S = 1.0
 SPARE_WORKERS = 1  # idle processes in an embedded cluster, so a replacement starts at once
+RESTART_TIMEOUT_S = 30.0  # how long a failed run's stop waits for the processes it restarted
 SILENT_AFTER_S = 5.0  # status() calls a worker silent after this long without a heartbeat
 INFRASTRUCTURE_ERRORS = (KilledWorker, CommClosedError, FutureCancelledError, asyncio.CancelledError)
 
@@ -460,7 +461,8 @@ class Run:
                 running = [address for address, tasks in self.client.processing().items() if keys & set(tasks)]
                 self.client.cancel(futures, force=True)
             if running:
-                self.client.restart_workers(running, raise_for_error=False)
+                # Bounded: the run has failed already, and a process slow to come back must not hold the caller.
+                self.client.restart_workers(running, timeout=RESTART_TIMEOUT_S, raise_for_error=False)
             self.result = {"error": str(error), "seconds": time.time() - self.started}
             self._finish()
             raise
