@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import cloudpickle
 import gymnasium as gym
@@ -18,7 +17,7 @@ from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
-from runs import assert_event_files_match_metrics, solving_ppo
+from runs import assert_event_files_match_metrics, solving_ppo, wait_for
 
 SOLVED = 475.0
 
@@ -52,14 +51,6 @@ def test_cartpole_is_solved(mode, dask_client, tmp_path):
     assert (tmp_path / mode / "metrics.jsonl").stat().st_size > 0
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
-
-
 def _running_actors(run) -> int:
     return run.status()["actors"]
 
@@ -68,17 +59,17 @@ def test_scale_actors_live_with_exact_accounting(tmp_path):
     """Embedded cluster (no client given): 1 -> 3 actors grows the LocalCluster, then back to 1."""
     run = launch(cartpole("inline", actors=1), run_dir=str(tmp_path))
     try:
-        _wait_for(lambda: _running_actors(run) == 1 and run.status()["version"] >= 2, 120, "first updates")
+        wait_for(lambda: _running_actors(run) == 1 and run.status()["version"] >= 2, 120, "first updates")
         note = run.scale(actors=3)["note"]
         assert note and "grew" in note
-        _wait_for(lambda: _running_actors(run) == 3, 120, "3 running actors")
+        wait_for(lambda: _running_actors(run) == 3, 120, "3 running actors")
         version = run.status()["version"]
-        _wait_for(lambda: run.status()["version"] >= version + 3, 120, "training with 3 actors")
+        wait_for(lambda: run.status()["version"] >= version + 3, 120, "training with 3 actors")
         removed = run.scale(actors=1)["removed"]
         assert removed == ["actor-1", "actor-2"]
-        _wait_for(lambda: _running_actors(run) == 1, 30, "1 running actor")
+        wait_for(lambda: _running_actors(run) == 1, 30, "1 running actor")
         version = run.status()["version"]
-        _wait_for(lambda: run.status()["version"] >= version + 2, 120, "training after scale-down")
+        wait_for(lambda: run.status()["version"] >= version + 2, 120, "training after scale-down")
     finally:
         result = run.stop()
     assert_accounting(result)
@@ -96,7 +87,7 @@ def test_garbage_on_every_data_socket_is_rejected_and_counted(dask_client, tmp_p
     ctx = zmq.Context()
     sent = {"trainer": 0, "policy": 0}
     try:
-        _wait_for(lambda: run.status()["version"] >= 2, 120, "first updates")
+        wait_for(lambda: run.status()["version"] >= 2, 120, "first updates")
         socks = {}
         for service, owner, kind in (("samples", "trainer", zmq.PUSH), ("params", "trainer", zmq.DEALER),
                                      ("policy-0", "policy", zmq.DEALER)):
@@ -115,7 +106,7 @@ def test_garbage_on_every_data_socket_is_rejected_and_counted(dask_client, tmp_p
 
         send_garbage()
         version = run.status()["version"]
-        _wait_for(lambda: run.status()["version"] >= version + 3, 120, "training to continue")
+        wait_for(lambda: run.status()["version"] >= version + 3, 120, "training to continue")
         for sock, _ in socks.values():
             sock.close()
     finally:
@@ -147,7 +138,7 @@ def test_env_raising_in_step_is_reset_and_counted(dask_client, tmp_path):
         config = cartpole("inline", actors=1, env=EnvConfig(id=None, factory=FlakyCartPole))
         run = launch(config, client=dask_client, run_dir=str(tmp_path))
         try:
-            _wait_for(lambda: run.status()["version"] >= 5, 120, "training despite failing envs")
+            wait_for(lambda: run.status()["version"] >= 5, 120, "training despite failing envs")
         finally:
             result = run.stop()
     finally:
