@@ -249,7 +249,7 @@ ATTACH = textwrap.dedent("""
         time.sleep(0.2)
     run.pause()
     panel.actors.value = 5  # disabled in a browser; from code it is refused, and says so
-    print(json.dumps({"refused": panel._note[0], "run_id": run.run_id, "episodes": len(run.metrics.episodes),
+    print(json.dumps({"refused": panel.controls.said()[0], "run_id": run.run_id, "episodes": len(run.metrics.episodes),
                       "png": panel.curves.value[:8].hex(), "actors_disabled": panel.actors.disabled,
                       "stop_disabled": panel.buttons["stop"].disabled, "note": panel.note.value}))
     panel.close()
@@ -302,7 +302,7 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
         assert Path(note(panel).split("checkpoint written: ")[1].strip()).exists()
 
         panel.ring.value = 3
-        assert run.config.actors.ring_size == 3
+        assert run.ring_size == 3 and run.config.actors.ring_size == 2  # later actors; the launch config stays
         wait_for(lambda: "keep ring size 2" in note(panel), 5, "the ring-size note")
 
         panel.actors.value = slots  # with the trainer that is one slot more than the cluster has
@@ -322,7 +322,7 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
     assert not panel.buttons["start"].disabled and panel.buttons["stop"].disabled
 
     panel.actors.value = 2  # while stopped: the size the next start uses
-    assert "2 actor workers when the run is started" in panel._note[0]
+    assert "2 actor workers when the run is started" in panel.controls.said()[0]
     panel.buttons["start"].click()  # a fresh run of this config, on the same cluster
     wait_for(lambda: panel.source is not run and running(panel) == 2, 120, "the restarted run's actors")
     restarted = panel.source

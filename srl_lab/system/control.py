@@ -60,6 +60,20 @@ def expected_fragments_name(run_id: str) -> str:
     return f"{run_id}/expected-fragments"
 
 
+def publish_placeholders(client, run_id: str, config) -> None:
+    """Empty control-plane entries for a new run, so readers poll for their peers instead of timing out."""
+    from srl_lab.system.data_parallel import rendezvous_name
+    from srl_lab.system.sample_stream import sample_service
+
+    Variable(expected_fragments_name(run_id), client=client).set({})
+    services = ["params", *(sample_service(rank) for rank in range(config.trainer.trainers))]
+    if config.inference.mode == "remote":
+        services += [f"policy-{i}" for i in range(config.inference.policy_workers)]
+    for service in services:
+        Variable(endpoint_name(run_id, service), client=client).set(None)
+    Variable(rendezvous_name(run_id), client=client).set(None)
+
+
 def new_incarnation() -> int:
     """A random id for one run of a worker task (63 bits: a msgpack int on every platform)."""
     return secrets.randbits(63)
@@ -82,8 +96,7 @@ class WorkerContext:
         self.incarnation = new_incarnation()
         self.phase = "starting"
         self.progress: dict[str, Any] = {}
-        self._events = {"stop": Event(stop_event_name(run_id, worker_id)),
-                        "stop_all": Event(stop_event_name(run_id, "all"))}
+        self._events = {"stop": Event(stop_event_name(run_id, worker_id))}
         if role == "actor":
             self._events["pause"] = Event(flag_name(run_id, "pause"))
         if role == "trainer":
@@ -92,6 +105,8 @@ class WorkerContext:
         self._next_check = 0.0
         self._next_beat = 0.0
         self._dask_worker = get_worker()
+        self._task_key = self._dask_worker.get_current_task()
+        self.orphaned = False
         self.beat()
 
     def _refresh(self) -> None:
@@ -100,6 +115,7 @@ class WorkerContext:
         if now >= self._next_check:
             self._next_check = now + STOP_POLL_S
             self._flags = {name: event.is_set() for name, event in self._events.items()}
+            self.orphaned = self.orphaned or self._task_forgotten()
             if now >= self._next_beat:
                 self.beat()
 
@@ -142,9 +158,17 @@ class WorkerContext:
             self.progress.pop("busy_s", None)
             self.phase = phase
 
+    def _task_forgotten(self) -> bool:
+        """Whether the scheduler has let go of this task: the client that owned it is gone (kernel
+        died or restarted, connection lost) or cancelled it. Its slot is free again for other tasks,
+        so this worker must end. Read from the worker's own state: no scheduler round trip."""
+        task = self._dask_worker.state.tasks.get(self._task_key) if self._task_key else None
+        return self._task_key is not None and (task is None or task.state in ("cancelled", "released"))
+
     def should_stop(self) -> bool:
+        """Told to stop, or orphaned (``_task_forgotten``): finish the loop and return."""
         self._refresh()
-        return self._flags["stop"] or self._flags["stop_all"]
+        return self._flags["stop"] or self.orphaned
 
     def paused(self) -> bool:
         """Actors idle while the run is paused (the trainer keeps its state; nothing is lost)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srl_lab.system.sample_stream import ledger_key
+from srl_lab.system.worker_set import WorkerId
 
 STARTUP_GRACE = 10.0  # multiple of the timeout a starting or busy worker may stay silent
 
@@ -105,8 +106,9 @@ class Supervisor:
     def produced_by_dead_actors(self, live: set[str]) -> dict[str, int]:
         """Ledger key -> fragments last reported, for actor incarnations not in ``live``."""
         with self._lock:
-            reported = {ledger_key(int(w.split("-")[1]), i.inc): int(i.progress.get("fragments_produced", 0))
-                        for w, incs in self.history.items() if w.startswith("actor-") for i in incs}
+            actors = {w: WorkerId.parse(w).index for w in self.history if w.startswith("actor-")}
+            reported = {ledger_key(index, i.inc): int(i.progress.get("fragments_produced", 0))
+                        for w, index in actors.items() for i in self.history[w]}
         return {k: n for k, n in reported.items() if k not in live}
 
     def snapshot(self) -> tuple[dict[str, Incarnation], list[dict[str, Any]]]:

@@ -1,0 +1,55 @@
+"""A run's directory: ``config.json``, ``metrics.jsonl``, TensorBoard events, ``checkpoints/``,
+``curve.png`` and ``result.json``.
+
+A fresh run refuses a directory holding checkpoints of an earlier one (it would otherwise continue
+from them by accident); ``Run.resume(run_dir)`` continues such a run and keeps the list of the run
+ids that wrote into the directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from srl_lab.config import ConfigError, ExperimentConfig
+from srl_lab.system import checkpoints
+
+RUN_ID_KEYS = ("run_id", "run_ids")  # config.json keys that are not config fields
+
+
+def prepare(run_dir: str, run_id: str, config: ExperimentConfig, resumed: bool) -> None:
+    """Create the directory and write ``config.json``; a fresh run refuses an earlier run's checkpoints."""
+    if not resumed and checkpoints.paths(checkpoints.folder(run_dir)):
+        raise ConfigError("run_dir", f"{run_dir} holds checkpoints of an earlier run",
+                          "continue it with Run.resume(run_dir), or choose an empty run directory")
+    os.makedirs(checkpoints.folder(run_dir), exist_ok=True)
+    path = os.path.join(run_dir, "config.json")
+    earlier = read_json(path).get("run_ids", []) if resumed else []
+    with open(path, "w") as f:
+        json.dump({"run_id": run_id, "run_ids": [*earlier, run_id], **config.to_dict()}, f, indent=2)
+
+
+def config_to_resume(run_dir: str) -> ExperimentConfig:
+    """The config a run was launched with: exact from its newest checkpoint, else rebuilt from config.json."""
+    import cloudpickle
+
+    found = checkpoints.load_latest(checkpoints.folder(run_dir))
+    if found is not None:
+        return cloudpickle.loads(found[1]["config_pickle"])
+    saved = read_json(os.path.join(run_dir, "config.json"))
+    if not saved:
+        raise FileNotFoundError(f"{run_dir} holds neither a checkpoint nor config.json to resume from")
+    return ExperimentConfig.from_dict({k: v for k, v in saved.items() if k not in RUN_ID_KEYS})
+
+
+def write_result(run_dir: str, result: dict[str, Any]) -> None:
+    with open(os.path.join(run_dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=2, default=str)
+
+
+def read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}

@@ -1,0 +1,55 @@
+"""What ``Run.status()`` reports: every worker's state and latest figures, and the run's counters."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from srl_lab.system.supervisor import worker_state
+
+if TYPE_CHECKING:
+    from srl_lab.system.controller import Run
+
+SILENT_AFTER_S = 5.0  # a worker is called silent after this long without a heartbeat
+TRAINER_TOTALS = ("fragments_consumed", "dropped_stale", "rejected", "unauthenticated")
+
+
+def run_status(run: "Run") -> dict[str, Any]:
+    """Workers by role with their state, restarts and latest figures, plus run-level counters."""
+    with run.workers.lock:
+        futures = dict(run.workers.futures)
+    beats, faults = run.supervisor.snapshot()
+    latest = run.metrics.workers()
+    now = time.time()
+    workers = []
+    for worker, future in sorted(futures.items()):
+        name = str(worker)
+        record, beat = latest.get(name, {}), beats.get(name)
+        state = future.status
+        if state == "pending":
+            state = worker_state(beat, now, SILENT_AFTER_S)
+        workers.append({"worker": name, "role": worker.role, "state": state,
+                        "host": beat.host if beat else record.get("host"),
+                        "pid": beat.pid if beat else record.get("pid"),
+                        "incarnation": beat.inc if beat else None,
+                        "restarts": run.supervisor.restarts(name),
+                        "env_steps_per_s": record.get("env_steps_per_s"),
+                        "inference_latency_ms": record.get("inference_latency_ms"),
+                        "policy_version": record.get("policy_version", record.get("version"))})
+    running_actors = [w for w in workers if w["role"] == "actor" and w["state"] == "running"]
+    trainers = [record for name, record in latest.items() if name.startswith("trainer-")]
+    failure = run.supervision.failure
+    return {
+        "run_id": run.run_id, "run_dir": run.run_dir, "stopped": run.result is not None,
+        "workers": workers,
+        "actors": len(running_actors),
+        "env_steps": run.metrics.env_steps(),
+        "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in running_actors),
+        "version": latest.get("trainer-0", {}).get("version", 0),
+        **{key: sum(t.get(key, 0) for t in trainers) for key in TRAINER_TOTALS},
+        "restarts": sum(w["restarts"] for w in workers),
+        "faults": faults,
+        "error": str(failure) if failure is not None else None,  # a worker's bug failed the run
+        "episodes": len(run.metrics.episodes),
+        "mean_return_last_20": run.metrics.mean_return(20),
+        "dashboard": run.client.dashboard_link,
+    }
