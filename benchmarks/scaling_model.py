@@ -13,7 +13,7 @@ less than wall-clock time would:
   request, decode a reply) and no forward pass: what an actor core costs when a policy worker does
   the inference;
 - ``policy_batch``: one policy-worker loop iteration at batch sizes 64..4096 rows, merged from
-  64-row requests as actors send them: decode every request, ``parse_infer``, concatenate,
+  64-row requests as actors send them: decode every request, ``read_infer``, concatenate,
   ``run_policy``, encode every reply (the ZeroMQ hop itself is left out);
 - ``trainer``: one ``Learner.train`` (``batch_fragments`` + ``PPO.train``) on a batch of real
   fragments from ``actor_inline``, after decoding them; with 4 epochs and with 1;
@@ -143,11 +143,11 @@ class _ActorSideOfRemote:
 
     def wait(self, group: int, should_stop: Callable[[], bool]):
         from srl_lab.system import codec
-        from srl_lab.system.inference import parse_actions
+        from srl_lab.system.inference import read_actions
 
         _, meta, arrays = codec.decode(self._reply_frames(self._rows.pop(group)), frozenset({"actions"}),
                                        key=self.key)
-        return parse_actions(meta, arrays)[1]
+        return read_actions(meta, arrays)[1]
 
     def close(self) -> None:
         pass
@@ -158,7 +158,7 @@ def measure_actors(config, seconds: float, keep_fragments: int) -> dict[str, Any
     import torch
     import zmq
 
-    from srl_lab.envs.factory import make_env_group, make_policy
+    from srl_lab.envs.factory import make_env_group, make_policy, probe_env
     from srl_lab.system import codec
     from srl_lab.system.actor_ring import ActorRing
     from srl_lab.system.inference import InlineInference
@@ -197,15 +197,14 @@ def measure_actors(config, seconds: float, keep_fragments: int) -> dict[str, Any
         return rate
 
     try:
-        probe = make_env_group(config, 1)
-        policy = make_policy(config, probe.observation_space, probe.action_space)
+        probe = probe_env(config)
+        policy = make_policy(config, probe.observation_space, probe.action_space, probe)
         service = ParameterService(zctx, "scaling-model", key)
         service.publish(1, policy.weights())
         params = ParameterClient(zctx, FixedEndpoint(service.endpoint), key, config.inference.weight_poll_s)
-        inline = ring_rate(InlineInference(make_policy(config, probe.observation_space, probe.action_space),
+        inline = ring_rate(InlineInference(make_policy(config, probe.observation_space, probe.action_space, probe),
                                            params, lambda: False))
         remote_side = ring_rate(_ActorSideOfRemote(probe.action_space, key))
-        probe.close()
         service.close()
     finally:
         zctx.destroy(linger=0)
@@ -221,7 +220,7 @@ def measure_policy_batches(config, seconds_each: float, sizes: tuple[int, ...] =
     from srl_lab.system import codec
     from srl_lab.system.actor_ring import flatten_rows
     from srl_lab.system.inference import run_policy
-    from srl_lab.system.policy_worker import parse_infer
+    from srl_lab.system.policy_worker import read_infer
 
     torch.set_num_threads(1)
     key = codec.new_secret()
@@ -245,7 +244,7 @@ def measure_policy_batches(config, seconds_each: float, sizes: tuple[int, ...] =
             parsed = []
             for frames in requests:
                 _, meta, arrays = codec.decode(frames, kinds, key=key)
-                parsed.append(parse_infer(meta, arrays))
+                parsed.append(read_infer(meta, arrays))
             actions, logp, values = run_policy(policy, tree_concat([p[1] for p in parsed]))
             offset = 0
             for request in parsed:  # (group, obs, rows, ...)
@@ -297,15 +296,14 @@ def measure_broadcast(config, subscribers: tuple[int, ...] = SUBSCRIBERS, versio
     import torch
     import zmq
 
-    from srl_lab.envs.factory import make_env_group, make_policy
+    from srl_lab.envs.factory import make_policy, probe_env
     from srl_lab.system import codec
     from srl_lab.system.parameters import ParameterClient, ParameterService
     from srl_lab.system.streams import FixedEndpoint
 
     torch.set_num_threads(1)
-    probe = make_env_group(config, 1)
-    policy = make_policy(config, probe.observation_space, probe.action_space)
-    probe.close()
+    probe = probe_env(config)
+    policy = make_policy(config, probe.observation_space, probe.action_space, probe)
     weights = policy.weights()
     key = codec.new_secret()
 

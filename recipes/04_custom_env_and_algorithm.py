@@ -96,6 +96,10 @@ class VTraceActorCritic(Algorithm):
         super().__init__(policy, config, device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
 
+    def optimizers(self) -> tuple[torch.optim.Optimizer, ...]:
+        """Declared so checkpoints keep its state and data-parallel trainers average its gradients."""
+        return (self.optimizer,)
+
     def train(self, batch: Batch, version: int | None = None) -> dict[str, float]:
         cfg = self.config
         T, B = batch["rewards"].shape

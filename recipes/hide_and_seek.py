@@ -71,7 +71,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args, parser = parse_args(argv)
-    from srl_lab.envs.factory import make_env_group, make_policy
+    from srl_lab.envs.factory import make_policy, probe_env
     from srl_lab.envs.hide_and_seek.evaluate import gains
     from srl_lab.system.controller import launch
 
@@ -93,9 +93,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"fort rate {recent['fort_prep']:.2f}")
     evaluation = None
     if args.eval_episodes > 0:
-        probe = make_env_group(run.config, 1)
-        policy = make_policy(run.config, probe.observation_space, probe.action_space)
-        probe.close()
+        probe = probe_env(run.config)
+        policy = make_policy(run.config, probe.observation_space, probe.action_space, probe)
         policy.load_weights(run.final_weights)
         policy.eval()
         env = {k: v for k, v in run.config.env.kwargs.items() if k != "random_opponents"}

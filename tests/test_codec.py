@@ -90,3 +90,15 @@ def test_size_mismatch_and_bad_bool_are_rejected():
         codec.decode(signed([bools[1], b"\x00\x02\x01"]), key=KEY)
     with pytest.raises(codec.CodecError, match="kind"):
         codec.decode(frames, expect_kinds=frozenset({"fragment"}), key=KEY)
+
+
+def test_every_refusal_names_its_reason():
+    """Receivers count a refused message under the error's ``reason``."""
+    frames = [bytes(f) for f in codec.encode("infer", {"group": 0}, {"obs": np.zeros(3)}, key=KEY)]
+    cases = {"unauthenticated": (frames, b"o" * 32, None),
+             "unexpected kind": (frames, KEY, frozenset({"fragment"})),
+             "undecodable": ([codec.mac(KEY, [b"\xc1"]), b"\xc1"], KEY, None)}
+    for reason, (message, key, kinds) in cases.items():
+        with pytest.raises(codec.CodecError) as refused:
+            codec.decode(message, kinds, key=key)
+        assert refused.value.reason == reason

@@ -1,14 +1,19 @@
 """Data-parallel trainers: two trainer workers learn one policy together and never drift apart."""
 from __future__ import annotations
 
+import datetime
+import multiprocessing
 import os
 import signal
+import traceback
 
 import pytest
+import torch.distributed as dist
 
 from srl_lab.config import ActorConfig, ConfigError, ExperimentConfig, InferenceConfig, TrainerConfig
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
+from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken, collective
 from srl_lab.system.sample_stream import sample_service, trainer_of_actor
 from runs import solving_ppo, wait_for
 
@@ -23,6 +28,57 @@ def test_actors_are_split_evenly_over_the_trainers():
 def test_trainer_count_must_be_positive():
     with pytest.raises(ConfigError, match="trainer.trainers"):
         ExperimentConfig(trainer=TrainerConfig(trainers=0)).validate()
+
+
+def test_a_failed_collective_is_a_broken_group_with_its_cause_chained():
+    lost = RuntimeError("[gloo] Connection closed by peer")
+
+    def fails(*args, **kwargs):
+        raise lost
+
+    with pytest.raises(TrainerGroupBroken, match="trainer-1 lost a peer .* in agree .*Run.resume") as broken:
+        collective(1, "agree", fails, 1, op=2)
+    assert broken.value.__cause__ is lost
+    with pytest.raises(TypeError):  # not a failure of the collective: a bug, and it stays one
+        collective(1, "agree", lambda: int([]))
+    assert collective(0, "gather", lambda rank, what: rank + what, 1, what=2) == 3  # any keyword passes on
+
+
+def _rank(rank: int, store_file: str, outcome) -> None:
+    """One trainer rank: agree once with its peer; rank 1 then dies, rank 0 tries to agree again."""
+    try:
+        store = dist.FileStore(store_file, 2)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=2,
+                                timeout=datetime.timedelta(seconds=30))
+        group = TrainerGroup(rank, 2, store)
+        group.agree(True, False, False)
+        if rank == 1:
+            os._exit(0)  # the process is gone without leaving the group
+        group.agree(True, False, False)
+        outcome.put("agreed without its peer")
+    except TrainerGroupBroken as error:
+        outcome.put(f"broken: {error} / cause {type(error.__cause__).__name__}")
+    except BaseException:
+        outcome.put(traceback.format_exc())
+
+
+def test_a_lost_peer_breaks_the_group_by_type(tmp_path):
+    """A real gloo group of two processes: when one dies, the other's next collective raises
+    ``TrainerGroupBroken`` (not whatever RuntimeError torch chose), with torch's error as its cause."""
+    spawn = multiprocessing.get_context("spawn")
+    outcome = spawn.Queue()
+    ranks = [spawn.Process(target=_rank, args=(r, str(tmp_path / "store"), outcome)) for r in (0, 1)]
+    for process in ranks:
+        process.start()
+    try:
+        result = outcome.get(timeout=120)
+    finally:
+        for process in ranks:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+    assert result.startswith("broken: trainer-0 lost a peer"), result
+    assert result.rsplit("cause ", 1)[-1].endswith("Error"), result  # torch's error, chained
 
 
 @pytest.mark.slow

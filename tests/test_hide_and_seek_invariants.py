@@ -66,6 +66,30 @@ def positions(obs: dict[str, np.ndarray]) -> np.ndarray:
 
 
 # --- spaces, keys, shapes -------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs,message", [
+    ({"scenario": "maze"}, "scenario must be one of ('quadrant', 'randomwalls'), got 'maze'"),
+    ({"n_hiders": 4}, "n_hiders must be one of (1, 2, 3), got 4"),
+    ({"n_seekers": 0}, "n_seekers must be one of (1, 2, 3), got 0"),
+    ({"n_boxes": -1}, "n_boxes and n_ramps must be at least 0, got -1 and 1"),
+    ({"hider_spawn": "corner"}, "hider_spawn must be one of ('room', 'anywhere'), got 'corner'"),
+])
+def test_both_variants_refuse_bad_arguments_with_the_same_message(variant: str, kwargs, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        make(variant, **kwargs)
+    assert str(error.value) == message
+
+
+def test_both_variants_refuse_bad_actions_with_the_same_message(variant: str) -> None:
+    env = make(variant, 2, n_hiders=1, n_seekers=1)
+    with pytest.raises(ValueError) as error:
+        env.step(np.zeros((2, 3, 5), np.int64))
+    assert str(error.value) == "actions must have shape (2, 2, 5), got (2, 3, 5)"
+    with pytest.raises(ValueError) as error:
+        env.step(act(env, [11, 5, 5, 0, 0], STILL))
+    assert str(error.value) == "actions out of range for MultiDiscrete(11, 11, 11, 2, 2)"
+    assert env.team_names == ("hider", "seeker") and env.agent_teams == (HIDER, SEEKER)
+
+
 def test_spaces_keys_shapes_and_dtypes(variant: str) -> None:
     env = make(variant, 2, n_hiders=2, n_seekers=1, n_boxes=3, n_ramps=1)
     layout = spec.Layout(2, 1, 3, 1)

@@ -42,8 +42,9 @@ def test_rows_shapes_and_multidiscrete_sampling(env):
     policy = EntityAttentionPolicy(env.observation_space, env.action_space)
     obs = rows(env)
     n = env.num_envs * env.num_agents
-    actions, logp, values = policy.act(obs)
+    actions, logp, values, state = policy.act(obs)
     assert actions.shape == (n, len(spec.ACTION_NVEC)) and logp.shape == (n,) and values.shape == (n,)
+    assert state is None  # feed-forward
     nvec = torch.as_tensor(spec.ACTION_NVEC)
     many = policy.distribution_and_value(obs)[0].sample((200,))
     assert ((many >= 0) & (many < nvec)).all()

@@ -23,7 +23,8 @@ from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.controller import launch
 from srl_lab.system.fragments import batch_fragments, check_fragment
 from srl_lab.system.inference import InlineInference, RemoteInference
-from srl_lab.system.policy_worker import BatchServer, parse_infer
+from srl_lab.system.policy_worker import BatchServer, read_infer
+from srl_lab.system.streams import Refused
 from srl_lab.system.streams import FixedEndpoint, bind
 from runs import FixedParams, train_until_version
 
@@ -161,11 +162,12 @@ def test_feed_forward_policies_send_and_store_no_state(remote_server):
 
 def test_malformed_states_are_refused(lstm):
     good = {"obs": np.zeros((3, CUES + 1), np.float32), "states": np.zeros((3, 2, 2, 16), np.float32)}
-    assert parse_infer({"group": 0}, good, (2, 2, 16))[3] is not None
-    assert parse_infer({"group": 0}, {"obs": good["obs"]}, (2, 2, 16))[3] is None  # initial state
+    assert read_infer({"group": 0}, good, (2, 2, 16))[3] is not None
+    assert read_infer({"group": 0}, {"obs": good["obs"]}, (2, 2, 16))[3] is None  # initial state
     for bad in (np.zeros((2, 2, 2, 16), np.float32), np.zeros((3, 2, 16), np.float32), np.zeros((3, 2, 2, 16), np.int64)):
-        assert parse_infer({"group": 0}, {"obs": good["obs"], "states": bad}, (2, 2, 16)) is None
-    assert parse_infer({"group": 0}, {"obs": good["obs"], "states": bad}, None)[3] is None  # feed-forward: ignored
+        with pytest.raises(Refused, match="states"):
+            read_infer({"group": 0}, {"obs": good["obs"], "states": bad}, (2, 2, 16))
+    assert read_infer({"group": 0}, {"obs": good["obs"], "states": bad}, None)[3] is None  # feed-forward: ignored
     fragment = collect(lstm, InlineInference(lstm, FixedParams(lstm.weights()), lambda: False), 1)[0]
     for broken in (fragment["states"][:, :-1], fragment["states"].astype(np.float64), fragment["states"] * np.nan):
         assert "states" in check_fragment({**fragment, "states": broken}, LENGTH)

@@ -113,7 +113,8 @@ def test_garbage_on_every_data_socket_is_rejected_and_counted(dask_client, tmp_p
         result = run.stop()
         ctx.term()
     assert sent["trainer"] > 0 and sent["policy"] > 0
-    assert result["rejected"] + result["malformed"] == sent["trainer"] + sent["policy"], (result, sent)
+    assert result["rejected"] == sent["trainer"] + sent["policy"], (result, sent)
+    assert result["unauthenticated"] == result["refused"]["unauthenticated"] == result["rejected"]
     assert_accounting(result)
 
 

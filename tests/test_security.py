@@ -3,8 +3,10 @@ fuzzing; a run works end to end on a Dask cluster with TLS; no socket the runtim
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import pathlib
+from collections import Counter
 
 import gymnasium as gym
 import numpy as np
@@ -24,11 +26,11 @@ from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.fragments import check_fragment
 from srl_lab.models.mlp import MLPPolicy
-from srl_lab.system.inference import parse_actions, step_policy
-from srl_lab.system.parameters import parse_params_reply, parse_params_request
-from srl_lab.system.policy_worker import parse_infer
-from srl_lab.system.sample_stream import parse_fragment_meta
-from srl_lab.system.streams import Endpoint
+from srl_lab.system.inference import read_actions, step_policy
+from srl_lab.system.parameters import read_params_reply, read_params_request
+from srl_lab.system.policy_worker import DOES_NOT_FIT, read_infer
+from srl_lab.system.sample_stream import read_fragment_meta
+from srl_lab.system.streams import Endpoint, Refused
 from runs import wait_for
 
 KEY = b"k" * 32
@@ -94,6 +96,89 @@ def test_a_process_without_the_secret_is_rejected_on_every_data_port(dask_client
     assert result["fragments_lost"] == 0
 
 
+REPEATS = 3
+
+
+def signed_malformed_messages(key: bytes) -> dict[str, list[tuple[list[bytes], str]]]:
+    """Per service, messages signed with the run's own key that its parser must refuse, each with the
+    reason it is counted under: they pass the MAC, so only the parsers stand between them and a worker."""
+    def signed(kind: str, meta: dict, arrays: dict | None = None) -> list[bytes]:
+        return [bytes(f) for f in codec.encode(kind, meta, arrays, key=key)]
+
+    meta = {"actor": 0, "inc": 1, "seq": 0, "episodes": [], "env_errors": 0}
+    obs = np.zeros((8, 4), np.float32)
+    return {
+        "samples": [
+            (signed("fragment", {**meta, "seq": -1}, well_formed_fragment()),
+             "fragment: meta: actor, inc, seq and env_errors must be non-negative integers"),
+            (signed("fragment", meta, {**well_formed_fragment(), "logp": np.zeros((64, 4), np.float32)}),
+             "fragment: logp has shape (64, 4), expected (64, 8)"),
+            (signed("infer", {"group": 0}, {"obs": obs}), "unexpected kind"),
+            ([codec.mac(key, [b"\xc1"]), b"\xc1"], "undecodable"),  # a header that is not msgpack
+        ],
+        "params": [
+            (signed("get_params", {"have": "latest"}),
+             "parameter request: have must be an integer, origin an integer or nil, tag a string or nil"),
+            (signed("tag_params", {"have": -1}), "parameter request: tag_params without a tag"),
+        ],
+        "policy-0": [
+            (signed("infer", {"group": 0}, {"obs": np.zeros((8, 5), np.float32)}), DOES_NOT_FIT),
+            (signed("infer", {"group": "0"}, {"obs": obs}),
+             "inference request: needs an integer group and obs"),
+        ],
+    }
+
+
+def refused_in_metrics(run, *workers: str) -> Counter:
+    """The refusals the workers' latest metrics records report, merged."""
+    total: Counter = Counter()
+    for worker in workers:
+        total.update(run.metrics.latest.get(worker, {}).get("refused", {}))
+    return total
+
+
+def test_signed_malformed_messages_reach_every_parser_and_are_counted_by_reason(dask_client, tmp_path):
+    run = launch(config("remote", actors=1), client=dask_client, run_dir=str(tmp_path))
+    ctx = zmq.Context()
+    messages = signed_malformed_messages(run.data_plane_key)
+    expected = {"trainer-0": Counter(), "policy-0": Counter()}
+    answered = 0
+    try:
+        wait_for(lambda: run.status()["version"] >= 2, 120, "first updates")
+        for service, items in messages.items():
+            ep = Endpoint.from_dict(Variable(endpoint_name(run.run_id, service), client=dask_client).get())
+            sock = ctx.socket(zmq.PUSH if service == "samples" else zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 5000)
+            sock.connect(ep.tcp)
+            for _ in range(REPEATS):
+                for frames, reason in items:
+                    sock.send_multipart(frames)
+                    expected["policy-0" if service == "policy-0" else "trainer-0"][reason] += 1
+            if service != "samples":  # a refused request is not answered
+                answered += sock.poll(1000)
+            sock.close()
+        for worker, reasons in expected.items():  # the periodic metrics records carry the reasons
+            wait_for(lambda: refused_in_metrics(run, worker) >= reasons, 60,
+                     f"{worker}'s refusals in its metrics")
+        version = run.status()["version"]
+        wait_for(lambda: run.status()["version"] >= version + 3, 120, "training to continue")
+    finally:
+        result = run.stop()
+        ctx.term()
+    assert answered == 0
+    for worker, reasons in expected.items():  # each worker's last record, sent as it stopped
+        record = run.metrics.latest[worker]
+        assert {r: record["refused"].get(r) for r in reasons} == dict(reasons), record
+        assert record["malformed"] >= sum(reasons.values()) and record["unauthenticated"] == 0, record
+    # The run's result merges every worker's final counts (trainers, policy workers and actors).
+    everything = expected["trainer-0"] + expected["policy-0"]
+    assert {r: result["refused"].get(r) for r in everything} == dict(everything), result
+    assert result["malformed"] == sum(everything.values()), result
+    assert result["rejected"] == sum(result["refused"].values()) and result["unauthenticated"] == 0, result
+    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
+    assert result["fragments_lost"] == 0
+
+
 def test_run_on_a_tls_cluster_end_to_end(tmp_path):
     pytest.importorskip("cryptography", reason="Security.temporary() makes its certificates with cryptography")
     security = Security.temporary()
@@ -133,13 +218,12 @@ trees = st.dictionaries(st.sampled_from(["obs", "actions", "logp", "values", "re
 def test_every_message_decoder_accepts_or_refuses_signed_garbage_without_raising(meta, arrays, kind):
     """Signed garbage (a buggy peer holding the secret) reaches the message decoders; none may raise."""
     _, meta, arrays = codec.decode([bytes(f) for f in codec.encode(kind, meta, arrays, key=KEY)], key=KEY)
-    parse_fragment_meta(meta)
     check_fragment(arrays, 4)
-    parse_params_request(meta)
-    parse_params_reply(kind, meta, arrays)
-    parse_actions(meta, arrays)
-    parse_infer(meta, arrays)
-    parse_infer(meta, arrays, space=DICT_SPACE)
+    for read in (lambda: read_fragment_meta(meta), lambda: read_params_request(kind, meta),
+                 lambda: read_params_reply(kind, meta, arrays), lambda: read_actions(meta, arrays),
+                 lambda: read_infer(meta, arrays), lambda: read_infer(meta, arrays, space=DICT_SPACE)):
+        with contextlib.suppress(Refused):  # refusing is the only way a parser may fail
+            read()
 
 
 BOX_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -156,12 +240,12 @@ requests = st.fixed_dictionaries({"obs": finite_obs | st.dictionaries(st.sampled
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(meta=metas, arrays=requests)
 def test_inference_requests_the_policy_worker_accepts_fit_the_network(meta, arrays):
-    """What ``parse_infer`` lets through reaches the network without an error, so an exception in the
+    """What ``read_infer`` lets through reaches the network without an error, so an exception in the
     forward pass can only be the user's network failing (and fails the run), never a peer's garbage."""
     meta = {**meta, "group": 0} if "group" not in meta else meta
     _, meta, arrays = codec.decode([bytes(f) for f in codec.encode("infer", meta, arrays, key=KEY)], key=KEY)
-    parsed = parse_infer(meta, arrays, space=BOX_SPACE)
-    if parsed is not None:
+    with contextlib.suppress(Refused):
+        parsed = read_infer(meta, arrays, None, BOX_SPACE)
         actions, _, _, _ = step_policy(BOX_POLICY, parsed[1], None, "cpu")
         assert len(actions) == parsed[2]
 
@@ -199,7 +283,7 @@ def test_flipping_any_bit_of_a_signed_message_is_detected(position, bit):
 def test_no_runtime_module_unpickles_what_a_socket_delivers():
     """pyzmq's object helpers pickle; pickle itself is only for checkpoint files and resuming a run."""
     folder = os.path.dirname(system_package.__file__)
-    files_only = {"trainer_worker.py", "controller.py", "checkpoints.py"}
+    files_only = {"trainer_worker.py", "controller.py", "checkpoints.py", "run_directory.py"}
     for path in sorted(pathlib.Path(folder).glob("*.py")):
         name, tree = path.name, ast.parse(path.read_text())
         used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}

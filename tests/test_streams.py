@@ -1,4 +1,4 @@
-"""Parameter service and env group behaviour, in-process (no Dask needed)."""
+"""Parameter service, peer sockets, refusal counts and env group behaviour, in-process (no Dask needed)."""
 from __future__ import annotations
 
 import time
@@ -9,7 +9,13 @@ import zmq
 
 from srl_lab.envs.gym_group import GymEnvGroup
 from srl_lab.system import codec
+from srl_lab.system.inference import RemoteInference
 from srl_lab.system.parameters import ParameterClient, ParameterService
+from srl_lab.system.streams import (MAX_REASONS, OTHER_REASONS, FixedEndpoint, PeerSocket, Refusals, bind,
+                                    refusal_report)
+
+OTHER_KEY = b"o" * 32
+BAD_REQUEST = "parameter request: have must be an integer, origin an integer or nil, tag a string or nil"
 
 
 def test_parameter_service_serves_latest_and_tagged_versions():
@@ -63,3 +69,141 @@ def test_env_group_resets_in_the_same_step_and_survives_exceptions():
             assert not np.array_equal(result.final_obs[done], result.obs[done])  # next episode's first obs
     assert errors == 2  # once per env, each cut as truncated and reset
     assert ended >= 2
+
+
+def test_refusals_keep_totals_and_a_bounded_count_per_reason():
+    refusals = Refusals()
+    refusals.add("unauthenticated")
+    refusals.add("late reply", malformed=False)
+    for i in range(MAX_REASONS + 5):  # a buggy peer inventing ever new reasons
+        refusals.add(f"fragment: bad {i}")
+    report = refusals.report()
+    assert report["rejected"] == MAX_REASONS + 7 == sum(report["refused"].values())
+    assert report["unauthenticated"] == 1 and report["malformed"] == MAX_REASONS + 5
+    assert len(report["refused"]) == MAX_REASONS and report["refused"][OTHER_REASONS] == 8
+    assert type(report["refused"]) is dict and all(type(n) is int for n in report["refused"].values())
+    merged = refusal_report(refusals, refusals)
+    assert merged["rejected"] == 2 * report["rejected"] and merged["refused"]["late reply"] == 2
+
+
+class _MovingEndpoint:
+    """An endpoint source whose peer moves when the test says so."""
+
+    def __init__(self, endpoint):
+        self.endpoint, self.moved_to = endpoint, None
+
+    def changed(self, force: bool = False) -> bool:
+        if self.moved_to is None:
+            return False
+        self.endpoint, self.moved_to = self.moved_to, None
+        return True
+
+
+def test_a_peer_socket_follows_its_peer_with_the_same_options_and_counts():
+    ctx = zmq.Context()
+    first, first_endpoint = bind(ctx, zmq.PULL, "first")
+    second, second_endpoint = bind(ctx, zmq.PULL, "second")
+    source = _MovingEndpoint(first_endpoint)
+    peer = PeerSocket(ctx, zmq.PUSH, source, codec.new_secret(), options={zmq.SNDTIMEO: 1000})
+    try:
+        for sock in (first, second):
+            sock.setsockopt(zmq.RCVTIMEO, 5000)
+        assert not peer.follow(force=True) and peer.reconnects == 0
+        peer.sock.send(b"a")
+        assert first.recv() == b"a"
+        source.moved_to = second_endpoint
+        assert peer.follow() and peer.reconnects == 1
+        assert peer.sock.getsockopt(zmq.SNDTIMEO) == 1000 and peer.receiver.refusals is peer.refusals
+        peer.sock.send(b"b")
+        assert second.recv() == b"b"
+    finally:
+        peer.close()
+        first.close(linger=0)
+        second.close(linger=0)
+        ctx.term()
+
+
+def _actions(identity: bytes, group: int, key: bytes, logp_shape: tuple[int, ...] = (2,)) -> list:
+    arrays = {"actions": np.zeros(2, np.int64), "logp": np.zeros(logp_shape, np.float32),
+              "values": np.zeros(2, np.float32)}
+    return [identity, *codec.encode("actions", {"group": group, "version": 0}, arrays, key=key)]
+
+
+def test_remote_inference_counts_refused_replies_by_reason():
+    """The actor's side: malformed, unsigned and late replies are refused, counted, and never stop it."""
+    ctx = zmq.Context()
+    key = codec.new_secret()
+    server, endpoint = bind(ctx, zmq.ROUTER, "fake-policy-worker")
+    server.setsockopt(zmq.RCVTIMEO, 5000)
+    inference = RemoteInference(ctx, FixedEndpoint(endpoint), key)
+    rows = np.zeros((2, 4), np.float32)
+    try:
+        inference.post(0, rows)
+        identity = server.recv_multipart()[0]
+        for reply in (_actions(identity, 0, key, logp_shape=(2, 1)), _actions(identity, 0, OTHER_KEY),
+                      _actions(identity, 0, key), _actions(identity, 0, key)):  # the last one: a duplicate
+            server.send_multipart(reply)
+        assert inference.wait(0, lambda: False).version == 0
+        inference.post(1, rows)
+        server.recv_multipart()
+        server.send_multipart(_actions(identity, 1, key))
+        assert inference.wait(1, lambda: False) is not None
+        assert inference.refusals.report() == {
+            "rejected": 3, "unauthenticated": 1, "malformed": 1,
+            "refused": {"inference reply: logp and values must be 1-D, with one entry per action row": 1,
+                        "unauthenticated": 1, "late reply": 1}}
+    finally:
+        inference.close()
+        server.close(linger=0)
+        ctx.term()
+
+
+def test_parameter_client_counts_refused_replies_by_reason():
+    ctx = zmq.Context()
+    key = codec.new_secret()
+    server, endpoint = bind(ctx, zmq.ROUTER, "fake-parameter-service")
+    server.setsockopt(zmq.RCVTIMEO, 5000)
+    client = ParameterClient(ctx, endpoint, key, poll_s=0.0)
+    weights = {"w": np.ones(3, np.float32)}
+    try:
+        assert client.poll() is None  # the request goes out
+        identity = server.recv_multipart()[0]
+        for meta, arrays in (({"version": 1}, {"w": {"nested": weights["w"]}}), ({"version": "1"}, weights),
+                             ({"version": 1}, weights)):
+            server.send_multipart([identity, *codec.encode("params", meta, arrays, key=key)])
+        deadline, received = time.monotonic() + 10, None
+        while received is None and time.monotonic() < deadline:
+            received = client.poll(block_s=0.1)
+        assert received["w"].tolist() == [1, 1, 1] and client.version == 1
+        assert client.refusals.report()["refused"] == {
+            "parameter reply: weights must be a flat, non-empty map of arrays": 1,
+            "parameter reply: version must be an integer, origin an integer or nil": 1}
+    finally:
+        client.close()
+        server.close(linger=0)
+        ctx.term()
+
+
+def test_parameter_service_counts_refused_requests_and_served_replies():
+    ctx = zmq.Context()
+    key = codec.new_secret()
+    service = ParameterService(ctx, "refusals", key)
+    reader = ctx.socket(zmq.DEALER)
+    reader.setsockopt(zmq.RCVTIMEO, 5000)
+    reader.connect(service.endpoint.tcp)
+    try:
+        service.publish(0, {"w": np.zeros(3, np.float32)})
+        for kind, meta, signer in (("get_params", {"have": "x"}, key), ("tag_params", {"have": -1}, key),
+                                   ("infer", {"group": 0}, key), ("get_params", {"have": -1}, OTHER_KEY),
+                                   ("get_params", {"have": -1}, key)):
+            reader.send_multipart(codec.encode(kind, meta, key=signer))
+        kind, _, _ = codec.decode(reader.recv_multipart(), key=key)  # only the last one is answered
+        assert kind == "params" and service.requests_served == 1
+        assert service.refusals.report() == {
+            "rejected": 4, "unauthenticated": 1, "malformed": 3,
+            "refused": {BAD_REQUEST: 1, "parameter request: tag_params without a tag": 1, "unexpected kind": 1,
+                        "unauthenticated": 1}}
+    finally:
+        reader.close(linger=0)
+        service.close()
+        ctx.term()

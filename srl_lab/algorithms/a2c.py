@@ -45,9 +45,6 @@ class A2C(Algorithm):
         return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
                 "entropy": entropy.mean().item()}
 
-    def state_dict(self) -> dict:
-        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
+    def optimizers(self) -> tuple[torch.optim.Optimizer, ...]:
+        """Checkpoints save its state; data-parallel trainers average gradients before its steps."""
+        return (self.optimizer,)

@@ -55,7 +55,7 @@ class PPO(Algorithm):
         if config.norm_obs and not hasattr(policy, "obs_normalizer"):
             raise TypeError("ppo.norm_obs needs a policy with an obs_normalizer, e.g. a subclass of "
                             "srl_lab.models.actor_critic.ActorCriticPolicy; or set norm_obs=False")
-        self.recurrent = bool(getattr(policy, "recurrent", False))
+        self.recurrent = policy.recurrent
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5)
         self.value_normalizer = ValueNormalizer(config.value_norm_beta) if config.norm_value else None
         self.env_steps_trained = 0
@@ -219,16 +219,18 @@ class PPO(Algorithm):
         return x if self.value_normalizer is None else self.value_normalizer.denormalize(x)
 
     # ------------------------------------------------------------------ checkpoints
+    def optimizers(self) -> tuple[torch.optim.Optimizer, ...]:
+        """Checkpoints save its state; data-parallel trainers average gradients before its steps."""
+        return (self.optimizer,)
+
     def state_dict(self) -> dict[str, Any]:
-        state = {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                 "env_steps_trained": self.env_steps_trained}
+        state = {**super().state_dict(), "env_steps_trained": self.env_steps_trained}
         if self.value_normalizer is not None:
             state["value_normalizer"] = self.value_normalizer.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        super().load_state_dict(state)
         self.env_steps_trained = state["env_steps_trained"]
         if self.value_normalizer is not None and "value_normalizer" in state:
             self.value_normalizer.load_state_dict(state["value_normalizer"])

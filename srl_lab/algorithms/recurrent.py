@@ -26,7 +26,7 @@ class Rollout:
 
     def __init__(self, env: EnvGroup, policy: Policy, seed: int | None = None):
         self.env, self.policy = env, policy
-        self.recurrent = bool(getattr(policy, "recurrent", False))
+        self.recurrent = policy.recurrent
         self.rows = env.num_envs * env.num_agents
         self.obs = self._rows(env.reset(seed=seed))
         self.state = policy.initial_state(self.rows) if self.recurrent else None

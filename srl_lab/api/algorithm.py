@@ -19,7 +19,10 @@ Writing a new algorithm (``srl_lab/algorithms/a2c.py`` is a complete one in unde
    tensors with ``obs_to_tensor`` / ``flatten_time_batch``, get ``(log_probs, entropy, values)``
    with gradients from ``self.policy.evaluate(obs, actions)``, step your optimiser, and return a
    dict of floats (they appear in the run's metrics under ``train``);
-3. override ``state_dict`` / ``load_state_dict`` to add the optimiser and any statistics, so
+3. return every torch optimiser you step from ``optimizers()``: checkpoints save and restore their
+   state through the base ``state_dict``, and data-parallel trainers average gradients in a hook on
+   each of them (an algorithm that declares none runs with one trainer only); override
+   ``state_dict`` / ``load_state_dict`` (calling the base) to add any other statistics, so
    checkpoints resume exactly;
 4. run it with ``ExperimentConfig(algorithm=MyAlgo)``. After every ``train`` call the trainer
    publishes ``policy.weights()`` as the next version; actors act with those weights, so anything
@@ -30,17 +33,31 @@ notebooks/04_custom_env_and_algorithm.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
+import torch
 
 from srl_lab.api.policy import Policy
 
 Batch = dict[str, Any]
 
 
+class Moments(Protocol):
+    """Running statistics data-parallel trainers average across ranks (e.g. ``ValueNormalizer``)."""
+
+    def state_dict(self) -> dict[str, float]: ...
+
+    def load_state_dict(self, state: dict[str, float]) -> None: ...
+
+
 class Algorithm:
-    """Base class: ``train(batch) -> stats``; state for checkpoints via ``state_dict``."""
+    """Base class: ``train(batch) -> stats``; ``optimizers()`` and ``state_dict`` for checkpoints."""
+
+    # Optional: running statistics kept outside the policy (PPO's value normaliser), which
+    # data-parallel trainers average across ranks after every update. None: there are none.
+    value_normalizer: Moments | None = None
 
     def __init__(self, policy: Policy, config: Any, device: str = "cpu"):
         self.policy = policy.to(device)
@@ -50,11 +67,30 @@ class Algorithm:
     def train(self, batch: Batch) -> dict[str, float]:
         raise NotImplementedError
 
+    def optimizers(self) -> Sequence[torch.optim.Optimizer]:
+        """Every torch optimiser ``train`` steps; none by default (then nothing is averaged or saved)."""
+        return ()
+
     def state_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy.state_dict()}
+        """The policy and the optimisers' state (key ``optimizer``: one state, or a list of several)."""
+        state: dict[str, Any] = {"policy": self.policy.state_dict()}
+        optimizers = [o.state_dict() for o in self.optimizers()]
+        if optimizers:
+            state["optimizer"] = optimizers[0] if len(optimizers) == 1 else optimizers
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.policy.load_state_dict(state["policy"])
+        saved = state.get("optimizer")
+        if saved is None:  # a checkpoint of an algorithm that declared no optimisers
+            return
+        saved = saved if isinstance(saved, list) else [saved]
+        optimizers = list(self.optimizers())
+        if len(saved) != len(optimizers):
+            raise ValueError(f"the checkpoint holds {len(saved)} optimiser states, "
+                             f"{type(self).__name__} has {len(optimizers)} optimisers")
+        for optimizer, optimizer_state in zip(optimizers, saved):
+            optimizer.load_state_dict(optimizer_state)
 
 
 def flatten_time_batch(x: np.ndarray) -> np.ndarray:

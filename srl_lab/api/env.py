@@ -8,20 +8,21 @@ Episodes reset *in the same step* that ends them: ``StepResult.obs`` already hol
 observation of the next episode for those envs, and ``StepResult.final_obs`` keeps the last
 observation of the finished one, so a learner can bootstrap truncated episodes.
 
-Optional attribute ``trained_rows``: flat row indices (``env * num_agents + agent``) of the agents
-the policy really plays. An env that drives some agents itself (scripted or random opponents)
-ignores the actions given for the other rows, so the runtime sends only ``trained_rows`` to the
-trainer. Absent or ``None``: every row trains.
+Beyond the required members an env group may define the optional attributes of ``EnvExtras``
+(rows the policy really plays, teams, a preparation phase, a horizon). The runtime reads them only
+through ``extras(env)``, which gives every absent one its declared default.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, Union, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 
 Obs = Union[np.ndarray, dict[str, np.ndarray]]
+TeamOf = Callable[[Any], Any]  # observation rows (numpy or torch leaves) -> team index of each row
 
 
 @dataclass
@@ -39,7 +40,11 @@ class StepResult:
 
 @runtime_checkable
 class EnvGroup(Protocol):
-    """A batch of environments stepped together (see module docstring)."""
+    """A batch of environments stepped together (see module docstring).
+
+    Optional attributes (declared, with their defaults, by ``EnvExtras``): ``trained_rows``,
+    ``agent_teams``, ``team_of``, ``team_names``, ``prep_steps``, ``horizon``.
+    """
 
     num_envs: int
     num_agents: int
@@ -51,6 +56,43 @@ class EnvGroup(Protocol):
     def step(self, actions: np.ndarray) -> StepResult: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, eq=False)
+class EnvExtras:
+    """The optional attributes of an ``EnvGroup``; each default is what an env without it means.
+
+    * ``trained_rows``: flat row indices (``env * num_agents + agent``) of the agents the policy
+      really plays. An env that drives some agents itself (scripted or random opponents) ignores
+      the actions given for the other rows, so the runtime sends only these rows to the trainer.
+      Default ``None``: every row trains.
+    * ``agent_teams``: the team index of each agent (``num_agents`` entries, teams numbered from 0).
+      Default ``None``: the env has no teams (``policy.mapping="per_team"`` refuses it).
+    * ``team_of``: maps observation rows (numpy or torch leaves, any leading dims) to the team index
+      of each row, so a per-team policy can route rows the trainer has shuffled. Default ``None``.
+    * ``team_names``: a name per team index (``("hider", "seeker")``), for metrics and the viewer.
+      Default ``None``: teams are called ``team_0``, ``team_1``, ...
+    * ``prep_steps``: steps at the start of each episode that form a preparation phase (the viewer
+      captions it). Default ``0``: no such phase.
+    * ``horizon``: the step at which an episode is truncated. Default ``None``: not known.
+    """
+
+    trained_rows: np.ndarray | None = None
+    agent_teams: tuple[int, ...] | None = None
+    team_of: TeamOf | None = None
+    team_names: tuple[str, ...] | None = None
+    prep_steps: int = 0
+    horizon: int | None = None
+
+    @property
+    def has_teams(self) -> bool:
+        """True when the env names every agent's team and can tell the team of an observation row."""
+        return self.agent_teams is not None and self.team_of is not None
+
+
+def extras(env: Any) -> EnvExtras:
+    """``env``'s optional attributes, each one it lacks read as its declared default."""
+    return EnvExtras(**{f.name: getattr(env, f.name, f.default) for f in fields(EnvExtras)})
 
 
 def obs_rows(obs: Obs, index: Any) -> Obs:

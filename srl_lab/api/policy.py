@@ -1,18 +1,22 @@
 """The policy interface every network implements, and the action distributions it uses.
 
 A ``Policy`` maps a batch of observations (rows = env x agent) to an action distribution and a value.
-The actor/policy workers only call ``act``; the trainer calls ``evaluate``. Both run the same module,
-so inline and remote inference share one code path.
+The actor/policy workers only call ``act``, which always returns one ``Act``; the trainer calls
+``evaluate``. Both run the same module, so inline and remote inference share one code path.
 
 Recurrent policies (``recurrent = True``) also implement ``initial_state(rows)`` and the state-in,
 state-out form of ``distribution_and_value`` (see ``srl_lab.models.actor_critic``); the runtime then
-calls ``act(obs, state)`` one step at a time, keeps the returned state per row and sends it back with
-the next request. The initial state is all zeros: actors reset a row by zeroing its state, as the
+calls ``act(obs, state)`` one step at a time, keeps ``Act.state`` per row and sends it back with the
+next request. The initial state is all zeros: actors reset a row by zeroing its state, as the
 models and PPO do where an episode starts.
+
+Optional attribute ``obs_normalizer``: running observation statistics with ``update(obs)``, applied
+inside ``distribution_and_value`` and shipped with the weights as buffers. ``PPOConfig.norm_obs``
+needs it; policies without one (absent attribute, ``hasattr`` is false) train on raw observations.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -84,6 +88,20 @@ class _DiagNormal(Normal):
         return super().entropy().sum(-1)
 
 
+class Act(NamedTuple):
+    """What ``Policy.act`` returns for a batch of ``rows``: one shape for every policy."""
+
+    actions: torch.Tensor  # [rows, ...] sampled actions
+    logp: torch.Tensor  # [rows] their log-probabilities
+    values: torch.Tensor  # [rows] value estimates
+    state: torch.Tensor | None = None  # [rows, ...] state after this step (recurrent); None otherwise
+
+    def numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The same four fields as numpy arrays on the CPU (``state`` stays None when absent)."""
+        return (self.actions.cpu().numpy(), self.logp.cpu().numpy(), self.values.cpu().numpy(),
+                None if self.state is None else self.state.cpu().numpy())
+
+
 def layer_init(layer: nn.Linear, std: float = float(np.sqrt(2)), bias: float = 0.0) -> nn.Linear:
     nn.init.orthogonal_(layer.weight, std)
     if layer.bias is not None:
@@ -113,20 +131,24 @@ class Policy(nn.Module):
         raise TypeError(f"{type(self).__name__} is feed-forward and has no state")
 
     @torch.no_grad()
-    def act(self, obs: TensorObs, state: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
-        """Sample actions for a batch of rows: ``(actions, log_probs, values)``.
+    def act(self, obs: TensorObs, state: torch.Tensor | None = None) -> Act:
+        """Sample actions for a batch of rows; ``Act.state`` is None for a feed-forward policy.
 
         A recurrent policy takes the rows' ``state`` (``initial_state(rows)`` for fresh episodes) and
-        returns ``(actions, log_probs, values, next_state)``: one step of its state-in, state-out form.
+        runs one step of its state-in, state-out form; ``Act.state`` is the state after it.
         """
-        if state is None:
+        if not self.recurrent:
+            if state is not None:
+                raise TypeError(f"{type(self).__name__} is feed-forward: act takes no state")
             dist, value = self.distribution_and_value(obs)
             actions = dist.sample()
-            return actions, dist.log_prob(actions), value
+            return Act(actions, dist.log_prob(actions), value)
+        if state is None:
+            raise TypeError(f"{type(self).__name__} is recurrent: act needs state=policy.initial_state(rows)")
         done = torch.zeros(1, state.shape[0], dtype=torch.bool, device=state.device)
         dist, value, next_state = self.distribution_and_value(tree_map(lambda x: x.unsqueeze(0), obs), state, done)
         actions = dist.sample()
-        return actions[0], dist.log_prob(actions)[0], value[0], next_state
+        return Act(actions[0], dist.log_prob(actions)[0], value[0], next_state)
 
     def evaluate(self, obs: TensorObs, actions: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import difflib
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import gymnasium as gym
 
-from srl_lab.api.env import EnvGroup
+from srl_lab.api.env import EnvExtras, EnvGroup, extras
 from srl_lab.api.policy import Policy, spaces_compatible
 from srl_lab.envs.gym_group import GymEnvGroup
 
@@ -33,9 +34,37 @@ def make_env_group(config: "ExperimentConfig", num_envs: int, seed: int | None =
     return GymEnvGroup(make, num_envs, seed)
 
 
-def make_policy(config: "ExperimentConfig", observation_space: gym.Space, action_space: gym.Space
-                ) -> Policy:
-    """The network of ``config.policy``; with ``mapping="per_team"`` one per team (``models.team``)."""
+@dataclass(frozen=True, eq=False)
+class EnvProbe:
+    """What a process without envs of its own (trainer, policy worker) needs to know about the env."""
+
+    observation_space: gym.Space  # per agent
+    action_space: gym.Space  # per agent
+    extras: EnvExtras  # teams, phases (``trained_rows`` is that of the group described)
+    env_type: str  # the env group's class name, for messages
+
+
+def describe(group: EnvGroup) -> EnvProbe:
+    """The spaces and optional attributes of an env group at hand."""
+    return EnvProbe(group.observation_space, group.action_space, extras(group), type(group).__name__)
+
+
+def probe_env(config: "ExperimentConfig") -> EnvProbe:
+    """Build one env of ``config`` only to ``describe`` it, then close it: one probe per caller."""
+    group = make_env_group(config, 1)
+    try:
+        return describe(group)
+    finally:
+        group.close()
+
+
+def make_policy(config: "ExperimentConfig", observation_space: gym.Space, action_space: gym.Space,
+                probe: EnvProbe | None = None) -> Policy:
+    """The network of ``config.policy``; with ``mapping="per_team"`` one per team (``models.team``).
+
+    A per-team policy reads the teams from ``probe`` (``describe`` of an env at hand, or
+    ``probe_env``); without one it probes an env of ``config`` itself.
+    """
     def build() -> Policy:
         if config.policy.factory is not None:
             return config.policy.factory(observation_space, action_space)
@@ -47,17 +76,13 @@ def make_policy(config: "ExperimentConfig", observation_space: gym.Space, action
         return build()
     from srl_lab.models.team import team_policies
 
-    probe = make_env_group(config, 1)
-    try:
-        agent_teams, team_of = getattr(probe, "agent_teams", None), getattr(probe, "team_of", None)
-        team_names = getattr(probe, "team_names", None)
-    finally:
-        probe.close()
-    if agent_teams is None or team_of is None:
+    probe = probe or probe_env(config)
+    teams = probe.extras
+    if not teams.has_teams:
         raise ValueError(f"policy.mapping='per_team' needs an environment that names each agent's team "
-                         f"(agent_teams and team_of, as hide_and_seek_lite has); {type(probe).__name__} does not. "
+                         f"(agent_teams and team_of, as hide_and_seek_lite has); {probe.env_type} does not. "
                          "Use policy.mapping='shared'")
-    return team_policies(build, agent_teams, team_of, team_names)
+    return team_policies(build, teams.agent_teams, teams.team_of, teams.team_names)
 
 
 def check_env_and_policy(config: "ExperimentConfig") -> None:
@@ -76,7 +101,7 @@ def check_env_and_policy(config: "ExperimentConfig") -> None:
         raise ConfigError("env", f"building the environment failed: {exc!r}",
                           "check env.id / env.factory and env.kwargs") from exc
     try:
-        policy = make_policy(config, group.observation_space, group.action_space)
+        policy = make_policy(config, group.observation_space, group.action_space, describe(group))
     except Exception as exc:
         raise ConfigError("policy", f"building the policy failed: {exc!r}",
                           "check policy.factory / policy.hidden") from exc

@@ -22,10 +22,9 @@ import torch
 from torch import nn
 from torch.distributions import Distribution
 
+from srl_lab.api.env import TeamOf
 from srl_lab.api.policy import Policy, TensorObs
 from srl_lab.api.tree import tree_map
-
-TeamOf = Callable[[TensorObs], torch.Tensor]  # observation rows (leading dims) -> team index, same dims
 
 
 def _assemble(parts: list[tuple[torch.Tensor, torch.Tensor]], size: int, dim: int) -> torch.Tensor:
@@ -91,7 +90,7 @@ class TeamPolicies(Policy):
         self.teams = nn.ModuleList(policies)
         self.team_of = team_of
         self.team_names = tuple(team_names) if team_names else tuple(f"team_{k}" for k in range(len(policies)))
-        kinds = {bool(getattr(p, "recurrent", False)) for p in policies}
+        kinds = {p.recurrent for p in policies}
         if len(kinds) != 1:
             raise ValueError("TeamPolicies: every team's policy must be recurrent, or none")
         self.recurrent = kinds.pop()

@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from srl_lab.api.env import EnvGroup, obs_rows
+from srl_lab.api.env import EnvGroup, extras, obs_rows
 from srl_lab.api.tree import tree_concat, tree_map
 from srl_lab.system.fragments import FragmentBuilder
 
@@ -43,7 +43,7 @@ class _Group:
         self.length = length
         self.obs: Any = None
         self.state: np.ndarray | None = None  # recurrent policies: the rows' state that goes with obs
-        self.trained_rows = getattr(env, "trained_rows", None)  # None: every row trains
+        self.trained_rows = extras(env).trained_rows  # None: every row trains
         self.builder = self.new_builder()
         self.pending: FragmentBuilder | None = None  # full, waiting for the value after its last step
         self.trunc_rows: tuple[FragmentBuilder, int, np.ndarray] | None = None
@@ -90,7 +90,7 @@ class ActorRing:
             if not self.emit(group.pending, reply.values[:n]):
                 return False
             group.pending = None
-        state_after = getattr(reply, "state", None)
+        state_after = reply.state
         if state_after is not None:
             state_after = state_after[:n]
             if group.state is None:  # the first request went without: the initial state

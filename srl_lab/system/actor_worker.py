@@ -14,13 +14,14 @@ import numpy as np
 import zmq
 
 from srl_lab.config import ExperimentConfig
-from srl_lab.envs.factory import make_env_group, make_policy
+from srl_lab.envs.factory import describe, make_env_group, make_policy
 from srl_lab.system.actor_ring import ActorRing
-from srl_lab.system.control import StopRequested, WorkerContext, limit_threads
+from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.sample_stream import SampleSender, sample_service, trainer_of_actor
+from srl_lab.system.worker_task import run_worker_task
 
 FLUSH_LINGER_MS = 10_000  # on exit, queued fragments get this long to reach the trainer
 
@@ -31,16 +32,10 @@ def env_seed(config: ExperimentConfig, actor: int, group: int) -> int:
 
 def actor_worker(run_id: str, config: ExperimentConfig, index: int, secret: bytes) -> dict[str, Any]:
     """Long-running Dask task: runs until told to stop; returns its final counters."""
-    limit_threads()
-    ctx = WorkerContext(run_id, "actor", f"actor-{index}", secret)
-    zctx = zmq.Context()
-    try:
-        return _run(ctx, zctx, config, index)
-    except StopRequested:  # stopped before it got going: nothing produced
-        return {"worker": ctx.worker_id, "actor": index, "inc": ctx.incarnation, "env_steps": 0,
-                "episodes": 0, "env_errors": 0, "fragments_produced": 0}
-    finally:
-        zctx.destroy(linger=0)
+    return run_worker_task(run_id, "actor", f"actor-{index}", secret,
+                           lambda ctx, zctx: _run(ctx, zctx, config, index),
+                           idle={"actor": index, "env_steps": 0, "episodes": 0, "env_errors": 0,
+                                 "fragments_produced": 0, "reconnects": 0})
 
 
 def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index: int) -> dict[str, Any]:
@@ -51,7 +46,7 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
     samples = SampleSender(zctx, ctx.watch(sample_service(trainer)), ctx.secret, index, ctx.incarnation,
                            hwm=acfg.ring_size)
     if config.inference.mode == "inline":
-        policy = make_policy(config, envs[0].observation_space, envs[0].action_space)
+        policy = make_policy(config, envs[0].observation_space, envs[0].action_space, describe(envs[0]))
         params = ParameterClient(zctx, ctx.watch("params"), ctx.secret, config.inference.weight_poll_s)
         inference: InlineInference | RemoteInference = InlineInference(policy, params, ctx.should_stop)
     else:
@@ -65,6 +60,11 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
         return sent
 
     ring = ActorRing(envs, acfg.fragment_length, inference, send_fragment)
+
+    def stream_counts() -> dict[str, Any]:
+        """Replies refused (from the policy worker or parameter service) and peers followed."""
+        return {**inference.refusals.report(), "reconnects": samples.reconnects + inference.reconnects}
+
     ctx.running()
     last_log, steps_at_log = time.monotonic(), 0
     while True:
@@ -78,11 +78,12 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
             ctx.log(**ring.counters, fragments_produced=samples.produced,
                     env_steps_per_s=(steps - steps_at_log) / (now - last_log),
                     policy_version=ring.policy_version, inference_latency_ms=1000 * inference.latency_s,
-                    reconnects=samples.reconnects + inference.reconnects)
+                    **stream_counts())
             last_log, steps_at_log = now, steps
 
     samples.close(linger_ms=FLUSH_LINGER_MS)  # deliver what is queued before reporting final counts
     ring.close()
-    ctx.log(**ring.counters, fragments_produced=samples.produced, env_steps_per_s=0.0, state="stopped")
+    ctx.log(**ring.counters, fragments_produced=samples.produced, env_steps_per_s=0.0, state="stopped",
+            **stream_counts())
     return {"worker": ctx.worker_id, "actor": index, "inc": ctx.incarnation, **ring.counters,
-            "fragments_produced": samples.produced}
+            "fragments_produced": samples.produced, **stream_counts()}

@@ -10,7 +10,7 @@ decode.
 Decoding checks the MAC *before* parsing anything, so a process without the secret cannot make a
 worker parse a single byte it sent; then it validates everything (frame count, dtype whitelist,
 byte sizes, header types), so a malformed packet raises ``CodecError`` and is counted by the
-receiver instead of crashing it or executing code.
+receiver under the error's ``reason`` instead of crashing it or executing code.
 """
 from __future__ import annotations
 
@@ -39,9 +39,19 @@ MIN_KEY_BYTES = 16
 class CodecError(ValueError):
     """A frame sequence that is not a valid srl_lab message."""
 
+    reason = "undecodable"  # what a receiver counts the refused message under
+
 
 class AuthenticationError(CodecError):
     """A message whose MAC does not match the run's secret: sent by a process that lacks it."""
+
+    reason = "unauthenticated"
+
+
+class UnexpectedKind(CodecError):
+    """A valid message of a kind the receiving socket does not serve (sent to the wrong port)."""
+
+    reason = "unexpected kind"
 
 
 def new_secret() -> bytes:
@@ -138,8 +148,10 @@ def decode(frames: list[bytes | memoryview], expect_kinds: frozenset[str] | None
     if not isinstance(header, dict) or set(header) != {"kind", "meta", "arrays"}:
         raise CodecError("header must be a map with keys kind, meta, arrays")
     kind, meta, specs = header["kind"], header["meta"], header["arrays"]
-    if not isinstance(kind, str) or (expect_kinds is not None and kind not in expect_kinds):
-        raise CodecError(f"unexpected message kind {kind!r}")
+    if not isinstance(kind, str):
+        raise CodecError("message kind must be a string")
+    if expect_kinds is not None and kind not in expect_kinds:
+        raise UnexpectedKind(f"unexpected message kind {kind!r}")
     if not isinstance(meta, dict) or not isinstance(specs, list) or len(specs) > MAX_ARRAYS:
         raise CodecError("malformed meta or array list")
     if len(specs) != len(frames) - 1:

@@ -9,21 +9,19 @@ run this one code path. ``Run`` is a facade over the parts named for what they d
 * ``shutdown``: the graceful drain that closes the books, and the abort of a failed run;
 * ``run_directory``: config.json, resume, result.json; ``run_status``: what ``status()`` reports.
 
-Security: the controller makes a per-run secret that every data-plane message is signed with; it
-reaches the workers as a task argument over Dask (TLS-protected when the cluster uses
-``distributed.security.Security``).
+Security: every data-plane message is signed with a per-run secret made here; it reaches the workers
+as a task argument over Dask (under TLS when the cluster uses ``distributed.security.Security``).
 
 A run's tasks belong to the client that launched it. When that client goes (the kernel died or
 restarted, or lost the scheduler), the scheduler forgets the tasks and frees their slots; every
 worker notices within a second and exits, the trainer after writing a checkpoint, so no slot is
 held by a task nobody owns. ``Run.resume(run_dir, client=address)`` from a new kernel continues the
-run from that checkpoint. A controller whose client reconnects by itself resubmits the workers.
+run from that checkpoint. A controller whose client reconnects resubmits the workers.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 import time
 import uuid
 from typing import Any, Callable
@@ -94,8 +92,7 @@ class Run:
         self.tensorboard = TensorBoardLog(self.run_dir)
         self.supervisor = Supervisor(config.trainer.heartbeat_timeout_s)
         self._secret = codec.new_secret()
-        self.client.subscribe_topic(metrics_topic(self.run_id), self._on_metrics)
-        self.client.subscribe_topic(heartbeat_topic(self.run_id), self._on_heartbeat)
+        self._subscribe()
         self.workers = WorkerSet(self.client, self.run_id, self._secret, self._cluster)
         self.finished_actors: dict[int, dict[str, Any] | None] = {}  # scaled-away actors' final counters
         self.result: dict[str, Any] | None = None
@@ -109,7 +106,7 @@ class Run:
                 self.workers.submit(WorkerId("policy", i), TaskSpec(
                     policy_worker, (config, i), gpu=config.inference.device.startswith("cuda")))
         self.scale(actors=config.actors.workers)
-        self.supervision = SupervisionLoop(self.workers, self.supervisor).start()
+        self.supervision = SupervisionLoop(self.workers, self.supervisor, on_reconnect=self._subscribe).start()
 
     @classmethod
     def _continue_run(cls, run_dir: str, client: Client | str | None = None,
@@ -244,15 +241,18 @@ class Run:
                     self._cluster.close()
 
     # ---------------------------------------------------------------- observation
+    def _subscribe(self) -> None:
+        """Receive the workers' metrics and heartbeats (again, after the client reconnected)."""
+        self.client.subscribe_topic(metrics_topic(self.run_id), self._on_metrics)
+        self.client.subscribe_topic(heartbeat_topic(self.run_id), self._on_heartbeat)
+
     def _on_metrics(self, event: tuple[float, dict[str, Any]]) -> None:
-        _, record = event
-        if isinstance(record, dict):
+        if isinstance(record := event[1], dict):
             self.metrics.add(record)
             self.tensorboard.add(record, self.metrics)
 
     def _on_heartbeat(self, event: tuple[float, dict[str, Any]]) -> None:
-        _, record = event
-        if isinstance(record, dict):
+        if isinstance(record := event[1], dict):
             self.supervisor.on_heartbeat(record, time.time())
 
     def status(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Each trainer consumes its own share of the fragments (actor ``i`` sends to trainer ``i % N``) and the
 trainers take every step together: gradients are averaged across them right before each optimiser
-step (a hook on the algorithm's optimisers, so any ``Algorithm`` with an ``optimizer`` works), and
+step (a hook on each optimiser the algorithm declares in ``Algorithm.optimizers()``), and
 the statistics that are not gradients (observation normaliser buffers, the value normaliser) are
 averaged after each update. Every step ends with a digest comparison of the weights, so ranks that
 drift apart stop the run with an error instead of training silently on different policies.
@@ -10,15 +10,17 @@ drift apart stop the run with an error instead of training silently on different
 Rendezvous goes through Dask: rank 0 opens a ``TCPStore`` on its Dask worker's host address and
 publishes it in a ``distributed.Variable``; the other ranks read it. CPU tensors travel over gloo and,
 when the trainers run on CUDA, CUDA tensors over nccl (one process group serves both). Only rank 0 runs the parameter service and
-writes checkpoints; the other ranks' books (counters and ledger) are gathered into them.
+writes checkpoints; the other ranks' books (counters and ledger) are gathered into them. A collective
+that fails because a peer went away raises ``TrainerGroupBroken``.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import psutil
@@ -29,18 +31,47 @@ from srl_lab.system.control import StopRequested, WorkerContext
 from srl_lab.system.streams import host_ip
 
 RENDEZVOUS_POLL_S = 0.2
+T = TypeVar("T")
 
 
 class TrainerGroupBroken(RuntimeError):
-    """A data-parallel trainer lost a peer mid-collective: the run stops with this error.
+    """A data-parallel trainer lost a peer mid-collective (or while forming the group).
 
-    The group is not rebuilt in place; ``Run.resume(run_dir)`` continues from the newest checkpoint
-    (which holds every rank's books).
+    An infrastructure fault, not a bug in the user's code: the group is not rebuilt in place;
+    ``Run.resume(run_dir)`` continues from the newest checkpoint (which holds every rank's books).
+    Raised from the failed torch.distributed call, which is chained as its cause.
     """
+
+
+def collective(rank: int, what: str, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)``, a torch.distributed call; its failure raises ``TrainerGroupBroken``.
+
+    Every rank makes the same calls in the same order, so a collective that fails means a peer (or
+    the store) went away; torch reports that as a ``RuntimeError`` (``DistError`` among them).
+    """
+    try:
+        return call(*args, **kwargs)
+    except RuntimeError as error:
+        raise TrainerGroupBroken(f"trainer-{rank} lost a peer of its data-parallel group in {what} "
+                                 f"({error}); stop the run and continue it with Run.resume(run_dir)") from error
 
 
 def rendezvous_name(run_id: str) -> str:
     return f"{run_id}/trainer-rendezvous"
+
+
+def _published_store(ctx: WorkerContext, variable: Any) -> dict[str, Any]:
+    """Rank 0's store address once published; heart-beats and honours stop meanwhile."""
+    while True:
+        try:
+            address = variable.get(timeout=1.0)
+        except TimeoutError:
+            address = None
+        if address:
+            return address
+        if ctx.should_stop():
+            raise StopRequested("trainer-0 rendezvous")
+        time.sleep(RENDEZVOUS_POLL_S)
 
 
 def _interface_of(ip: str) -> str | None:
@@ -52,13 +83,23 @@ def _interface_of(ip: str) -> str | None:
 
 
 class TrainerGroup:
-    """The process group of a run's data-parallel trainers, seen from one rank."""
+    """The process group of a run's data-parallel trainers, seen from one rank.
 
-    def __init__(self, ctx: WorkerContext, rank: int, world: int, timeout_s: float, cuda: bool = False):
+    ``join`` forms it through Dask; the constructor takes a process group already initialised.
+    Every collective goes through ``collective``, so a lost peer raises ``TrainerGroupBroken``.
+    """
+
+    def __init__(self, rank: int, world: int, store: Any = None):
+        self.rank, self.world = rank, world
+        self.store = store  # rank 0's TCPStore: kept alive as long as the group
+        self.digests: list[tuple[int, str]] = []  # (version, weight digest) after every step
+
+    @classmethod
+    def join(cls, ctx: WorkerContext, rank: int, world: int, timeout_s: float, cuda: bool = False
+             ) -> "TrainerGroup":
+        """Rendezvous: rank 0 opens the store and publishes it, the others wait for it and join."""
         from distributed import Variable
 
-        self.rank, self.world = rank, world
-        self.digests: list[tuple[int, str]] = []  # (version, weight digest) after every step
         ip = host_ip()
         interface = _interface_of(ip)
         if interface is not None:
@@ -67,53 +108,45 @@ class TrainerGroup:
         timeout = datetime.timedelta(seconds=timeout_s)
         variable = Variable(rendezvous_name(ctx.run_id))
         if rank == 0:
-            self.store = dist.TCPStore(ip, 0, world, is_master=True, timeout=timeout, wait_for_workers=False)
-            variable.set({"host": ip, "port": self.store.port, "inc": ctx.incarnation})
-            dist.init_process_group(backend, store=self.store, rank=rank, world_size=world, timeout=timeout)
+            store = dist.TCPStore(ip, 0, world, is_master=True, timeout=timeout, wait_for_workers=False)
+            variable.set({"host": ip, "port": store.port, "inc": ctx.incarnation})
         else:
-            self._join(ctx, variable, backend, timeout)
+            address = _published_store(ctx, variable)
+            store = collective(rank, "rendezvous", dist.TCPStore, address["host"], address["port"], world,
+                               is_master=False, timeout=timeout)
+        collective(rank, "rendezvous", dist.init_process_group, backend, store=store, rank=rank,
+                   world_size=world, timeout=timeout)
+        return cls(rank, world, store)
 
-    def _join(self, ctx: WorkerContext, variable: Any, backend: str, timeout: datetime.timedelta) -> None:
-        """Join rank 0's store once its address is published; heart-beats and honours stop meanwhile."""
-        while True:
-            try:
-                address = variable.get(timeout=1.0)
-            except TimeoutError:
-                address = None
-            if address:
-                break
-            if ctx.should_stop():
-                raise StopRequested("trainer-0 rendezvous")
-            time.sleep(RENDEZVOUS_POLL_S)
-        self.store = dist.TCPStore(address["host"], address["port"], self.world, is_master=False, timeout=timeout)
-        dist.init_process_group(backend, store=self.store, rank=self.rank, world_size=self.world, timeout=timeout)
+    def _collective(self, what: str, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return collective(self.rank, what, call, *args, **kwargs)
 
     # ------------------------------------------------------------ agreement
     def agree(self, ready: bool, stop: bool, checkpoint: bool) -> tuple[bool, bool, bool]:
         """(every rank has a batch, some rank was told to stop, rank 0 wants a checkpoint)."""
         flags = torch.tensor([int(not ready), int(stop), int(checkpoint and self.rank == 0)])
-        dist.all_reduce(flags)
+        self._collective("agree", dist.all_reduce, flags)
         return flags[0].item() == 0, flags[1].item() > 0, flags[2].item() > 0
 
     def common_batch_size(self, fragments: int) -> int:
         """Fragments every rank can train on this step (they must take the same number of steps)."""
         size = torch.tensor([fragments])
-        dist.all_reduce(size, op=dist.ReduceOp.MIN)
+        self._collective("common_batch_size", dist.all_reduce, size, op=dist.ReduceOp.MIN)
         return int(size.item())
 
     def gather(self, value: Any) -> list[Any]:
         """Every rank's ``value`` (picklable), in rank order, on every rank."""
         values: list[Any] = [None] * self.world
-        dist.all_gather_object(values, value)
+        self._collective("gather", dist.all_gather_object, values, value)
         return values
 
     # ------------------------------------------------------------ keeping ranks identical
     def attach(self, algorithm: Any) -> None:
         """Average gradients across ranks before every optimiser step of ``algorithm``."""
-        optimizers = [v for v in vars(algorithm).values() if isinstance(v, torch.optim.Optimizer)]
+        optimizers = list(algorithm.optimizers())
         if not optimizers:
-            raise TypeError(f"{type(algorithm).__name__} has no torch optimiser attribute; data-parallel "
-                            "trainers average gradients in an optimiser hook (set trainer.trainers=1)")
+            raise TypeError(f"{type(algorithm).__name__}.optimizers() returns no torch optimiser; data-parallel "
+                            "trainers average gradients in an optimiser hook (declare them, or set trainer.trainers=1)")
         for optimizer in optimizers:
             optimizer.register_step_pre_hook(lambda opt, args, kwargs: self._average_gradients(opt))
 
@@ -123,7 +156,7 @@ class TrainerGroup:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
         flat = torch.cat([p.grad.reshape(-1) for p in params])
-        dist.all_reduce(flat)
+        self._collective("gradient averaging", dist.all_reduce, flat)
         flat /= self.world
         offset = 0
         for p in params:
@@ -142,17 +175,17 @@ class TrainerGroup:
         buffers = [b for b in policy.buffers() if b.is_floating_point()]
         if buffers:
             flat = torch.cat([b.reshape(-1).double() for b in buffers])
-            dist.all_reduce(flat)
+            self._collective("statistics averaging", dist.all_reduce, flat)
             flat /= self.world
             offset = 0
             for b in buffers:
                 b.copy_(flat[offset:offset + b.numel()].view_as(b))
                 offset += b.numel()
-        normalizer = getattr(algorithm, "value_normalizer", None)
+        normalizer = algorithm.value_normalizer
         if normalizer is not None:
             state = normalizer.state_dict()
             moments = torch.tensor([float(v) for v in state.values()], dtype=torch.float64)
-            dist.all_reduce(moments)
+            self._collective("statistics averaging", dist.all_reduce, moments)
             normalizer.load_state_dict(dict(zip(state, (moments / self.world).tolist())))
 
     def check_identical(self, policy: torch.nn.Module, version: int) -> None:
@@ -166,7 +199,8 @@ class TrainerGroup:
     def close(self) -> None:
         """Leave the group and drop rank 0's store."""
         if dist.is_initialized():
-            dist.destroy_process_group()
+            with contextlib.suppress(RuntimeError):  # a group a peer already left may fail to tear down
+                dist.destroy_process_group()
         self.store = None
 
 

@@ -23,7 +23,7 @@ from srl_lab.api.tree import tree_first_leaf
 from srl_lab.system import codec
 from srl_lab.system.control import ENDPOINT_REREAD_S, StopRequested
 from srl_lab.system.parameters import ParameterClient
-from srl_lab.system.streams import Receiver, connect
+from srl_lab.system.streams import EndpointSource, PeerSocket, Refused, ReportsPeer
 
 RESEND_S = 5.0  # unanswered requests are sent again after this long without any reply
 
@@ -39,13 +39,13 @@ class Reply:
 
 def run_policy(policy: Policy, obs, device: str = "cpu") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(actions, logp, values)`` of a feed-forward policy for rows of observations."""
-    actions, logp, values = policy.act(obs_to_tensor(obs, device))
-    return actions.cpu().numpy(), logp.cpu().numpy(), values.cpu().numpy()
+    actions, logp, values, _ = policy.act(obs_to_tensor(obs, device)).numpy()
+    return actions, logp, values
 
 
 def state_shape(policy: Policy) -> tuple[int, ...] | None:
     """The per-row state shape of a recurrent policy, None for a feed-forward one."""
-    return tuple(policy.initial_state(1).shape[1:]) if getattr(policy, "recurrent", False) else None
+    return tuple(policy.initial_state(1).shape[1:]) if policy.recurrent else None
 
 
 def step_policy(policy: Policy, obs, state: np.ndarray | None, device: str = "cpu"
@@ -55,33 +55,31 @@ def step_policy(policy: Policy, obs, state: np.ndarray | None, device: str = "cp
     A recurrent policy starts rows without a ``state`` from ``initial_state``; a feed-forward one
     ignores ``state``.
     """
-    if not getattr(policy, "recurrent", False):
-        return (*run_policy(policy, obs, device), None)
-    rows = len(tree_first_leaf(obs))
-    state_in = (policy.initial_state(rows) if state is None
-                else torch.as_tensor(np.asarray(state), dtype=torch.float32, device=device))
-    actions, logp, values, next_state = policy.act(obs_to_tensor(obs, device), state_in)
-    return actions.cpu().numpy(), logp.cpu().numpy(), values.cpu().numpy(), next_state.cpu().numpy()
+    state_in = None
+    if policy.recurrent:
+        state_in = (policy.initial_state(len(tree_first_leaf(obs))) if state is None
+                    else torch.as_tensor(np.asarray(state), dtype=torch.float32, device=device))
+    return policy.act(obs_to_tensor(obs, device), state_in).numpy()
 
 
-def parse_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Reply] | None:
-    """``(group, reply)`` of an ``actions`` message, None if malformed."""
+def read_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Reply]:
+    """``(group, reply)`` of an ``actions`` message; raises ``Refused``."""
     group, version = meta.get("group"), meta.get("version", -1)
     if not isinstance(group, int) or not isinstance(version, int):
-        return None
+        raise Refused("inference reply: group and version must be integers")
     parts = [arrays.get(k) for k in ("actions", "logp", "values")]
     if any(p is None or isinstance(p, dict) or p.ndim < 1 for p in parts):
-        return None
+        raise Refused("inference reply: actions, logp and values must be arrays of rows")
     if parts[1].ndim != 1 or parts[2].ndim != 1 or not len(parts[0]) == len(parts[1]) == len(parts[2]):
-        return None
+        raise Refused("inference reply: logp and values must be 1-D, with one entry per action row")
     state = arrays.get("states")
     if state is not None and (isinstance(state, dict) or state.ndim < 1 or len(state) != len(parts[0])
                               or state.dtype.kind != "f"):
-        return None
+        raise Refused("inference reply: states must be float rows, one per action row")
     return group, Reply(parts[0], parts[1], parts[2], version, state)
 
 
-class InlineInference:
+class InlineInference(ReportsPeer):
     """Policy inside the actor process; weights refreshed from the parameter service between steps."""
 
     def __init__(self, policy: Policy, params: ParameterClient, should_stop: Callable[[], bool]):
@@ -94,9 +92,9 @@ class InlineInference:
         self._replies: dict[int, Reply] = {}
         self.latency_s = 0.0  # no stream in between
 
-    @property
-    def reconnects(self) -> int:
-        return self.params.reconnects
+    def counted_peer(self) -> ParameterClient:
+        """Its only peer is the parameter service."""
+        return self.params
 
     def post(self, group: int, obs, state: np.ndarray | None = None) -> None:
         weights = self.params.poll()
@@ -112,64 +110,46 @@ class InlineInference:
         self.params.close()
 
 
-class RemoteInference:
+class RemoteInference(ReportsPeer):
     """Rows go to a policy worker; replies for other groups of the ring are kept until asked for.
 
     Requests are kept until answered. When replies stop coming, the actor re-reads the policy
     worker's endpoint: if a replacement has published a new one it reconnects and sends every
     unanswered request again; after ``RESEND_S`` of silence it re-sends them anyway (a duplicate
-    answer is ignored and counted in ``late_replies``).
+    answer is refused as a "late reply"). Refused replies are counted in ``refusals``.
     """
 
-    def __init__(self, ctx: zmq.Context, source: Any, key: bytes):
-        self.ctx = ctx
-        self.source = source  # an EndpointWatch (or FixedEndpoint) on the policy worker
+    def __init__(self, ctx: zmq.Context, source: EndpointSource, key: bytes):
+        self.peer = PeerSocket(ctx, zmq.DEALER, source, key, kinds=frozenset({"actions"}))
         self.key = key
-        self._rejected_before = 0  # by sockets replaced on reconnect
-        self.late_replies = 0
-        self.reconnects = 0
-        self._connect()
         self._replies: dict[int, Reply] = {}
         self._requests: dict[int, list] = {}  # group -> encoded request, until answered
         self._posted_at: dict[int, float] = {}
         self.latency_s = 0.0  # exponential average of post -> reply time
-
-    def _connect(self) -> None:
-        self.sock = connect(self.ctx, zmq.DEALER, self.source.endpoint)
-        self.receiver = Receiver(self.sock, frozenset({"actions"}), self.key)
-
-    @property
-    def rejected(self) -> int:
-        return self._rejected_before + self.receiver.rejected
 
     def post(self, group: int, obs, state: np.ndarray | None = None) -> None:
         self._posted_at[group] = time.monotonic()
         arrays = {"obs": obs} if state is None else {"obs": obs, "states": state}
         frames = codec.encode("infer", {"group": group}, arrays, key=self.key)
         self._requests[group] = frames
-        self.sock.send_multipart(frames, copy=False)
+        self.peer.sock.send_multipart(frames, copy=False)
 
     def _recover(self, quiet_s: float) -> bool:
         """Nothing came back for ``quiet_s``: follow a replacement policy worker, or ask again.
 
         True if the unanswered requests were sent again."""
-        moved = self.source.changed(force=True)
-        if moved:
-            self._rejected_before += self.receiver.rejected
-            self.sock.close(linger=0)
-            self._connect()
-            self.reconnects += 1
+        moved = self.peer.follow(force=True)
         if not (moved or quiet_s >= RESEND_S):
             return False
         for frames in self._requests.values():
-            self.sock.send_multipart(frames, copy=False)
+            self.peer.sock.send_multipart(frames, copy=False)
         return True
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply | None:
         """The reply for ``group``; None if the worker was told to stop while waiting."""
         quiet_since = next_check = time.monotonic()
         while group not in self._replies:
-            msg = self.receiver.recv(timeout_ms=200)
+            msg = self.peer.receiver.recv(timeout_ms=200)
             if msg is None:
                 if should_stop():
                     return None
@@ -181,13 +161,13 @@ class RemoteInference:
                 continue
             quiet_since = time.monotonic()
             _, _, meta, arrays = msg
-            parsed = parse_actions(meta, arrays)
-            if parsed is None:
-                self.receiver.rejected += 1
+            try:
+                g, reply = read_actions(meta, arrays)
+            except Refused as refused:
+                self.peer.receiver.refuse(str(refused))
                 continue
-            g, reply = parsed
             if g not in self._requests:
-                self.late_replies += 1
+                self.peer.receiver.refuse("late reply", malformed=False)
                 continue
             del self._requests[g]
             self.latency_s = 0.9 * self.latency_s + 0.1 * (time.monotonic() - self._posted_at.pop(g))
@@ -195,4 +175,4 @@ class RemoteInference:
         return self._replies.pop(group)
 
     def close(self) -> None:
-        self.sock.close(linger=0)
+        self.peer.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 from srl_lab.api.algorithm import Algorithm
 from srl_lab.config import ExperimentConfig
-from srl_lab.envs.factory import make_env_group, make_policy
+from srl_lab.envs.factory import make_policy, probe_env
 from srl_lab.system.fragments import batch_fragments
 
 
@@ -25,16 +25,15 @@ def make_algorithm(config: ExperimentConfig, policy, device: str) -> Algorithm:
 class Learner:
     def __init__(self, config: ExperimentConfig):
         self.config = config
-        probe = make_env_group(config, 1)
-        self.policy = make_policy(config, probe.observation_space, probe.action_space)
-        probe.close()
+        probe = probe_env(config)
+        self.policy = make_policy(config, probe.observation_space, probe.action_space, probe)
         self.algorithm = make_algorithm(config, self.policy, config.trainer.device)
         self.version = 0
         self.batch: list[dict[str, Any]] = []
         self.batch_steps = 0
         self.episodes: list[dict[str, float]] = []
         self.counters = {"fragments_received": 0, "fragments_consumed": 0, "dropped_stale": 0,
-                         "malformed": 0, "env_steps_consumed": 0, "env_errors": 0}
+                         "env_steps_consumed": 0, "env_errors": 0}
         self.last_stats: dict[str, float] = {}
 
     def offer(self, arrays: dict[str, Any], episodes: list, env_errors: int) -> bool:

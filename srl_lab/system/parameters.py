@@ -18,34 +18,42 @@ import numpy as np
 import zmq
 
 from srl_lab.system import codec
-from srl_lab.system.streams import Endpoint, FixedEndpoint, Receiver, bind, connect
+from srl_lab.system.streams import Endpoint, EndpointSource, PeerSocket, Receiver, Refusals, Refused, ReportsPeer, bind
 
 RESEND_S = 2.0  # a request unanswered this long is sent again (after following a moved endpoint)
 
 
-def parse_params_request(meta: dict[str, Any]) -> tuple[int, int | None, str | None] | None:
-    """``(have_version, have_origin, tag)`` of a ``get_params``/``tag_params`` meta, None if malformed."""
+def read_params_request(kind: str, meta: dict[str, Any]) -> tuple[int, int | None, str | None]:
+    """``(have_version, have_origin, tag)`` of a ``get_params``/``tag_params`` meta; raises ``Refused``."""
     have, origin, tag = meta.get("have", -1), meta.get("origin"), meta.get("tag")
     if (not isinstance(have, int) or not (origin is None or isinstance(origin, int))
             or not (tag is None or isinstance(tag, str))):
-        return None
+        raise Refused("parameter request: have must be an integer, origin an integer or nil, "
+                      "tag a string or nil")
+    if kind == "tag_params" and not tag:
+        raise Refused("parameter request: tag_params without a tag")
     return have, origin, tag
 
 
-def parse_params_reply(kind: str, meta: dict[str, Any], arrays: dict[str, Any]
-                       ) -> tuple[int, int | None, dict[str, Any] | None] | None:
-    """``(version, origin, weights or None if current)`` of a reply, None if malformed."""
+def read_params_reply(kind: str, meta: dict[str, Any], arrays: dict[str, Any]
+                      ) -> tuple[int, int | None, dict[str, Any] | None]:
+    """``(version, origin, weights or None if current)`` of a reply; raises ``Refused``."""
     version, origin = meta.get("version"), meta.get("origin")
     if not isinstance(version, int) or not (origin is None or isinstance(origin, int)):
-        return None
+        raise Refused("parameter reply: version must be an integer, origin an integer or nil")
     if kind == "params_current":
         return version, origin, None
     if not arrays or any(isinstance(v, dict) for v in arrays.values()):
-        return None
+        raise Refused("parameter reply: weights must be a flat, non-empty map of arrays")
     return version, origin, arrays
 
 
 class ParameterService:
+    """Serves the latest (and tagged) weights from a thread beside the trainer.
+
+    ``requests_served`` counts the replies sent; ``receiver.refusals`` the requests refused.
+    """
+
     def __init__(self, ctx: zmq.Context, name: str, key: bytes, origin: int = 0):
         self.sock, self.endpoint = bind(ctx, zmq.ROUTER, f"params-{name}")
         self.key = key
@@ -60,8 +68,8 @@ class ParameterService:
         self._thread.start()
 
     @property
-    def rejected(self) -> int:
-        return self.receiver.rejected
+    def refusals(self) -> Refusals:
+        return self.receiver.refusals
 
     def publish(self, version: int, weights: dict[str, np.ndarray]) -> None:
         frames = codec.encode("params", {"version": version, "origin": self.origin}, weights, key=self.key)
@@ -79,23 +87,22 @@ class ParameterService:
             if msg is None:
                 continue
             identity, kind, meta, _ = msg
-            request = parse_params_request(meta)
-            if request is None:
-                self.receiver.rejected += 1
+            try:
+                have, origin, tag = read_params_request(kind, meta)
+            except Refused as refused:
+                self.receiver.refuse(str(refused))
                 continue
-            have, origin, tag = request
+            if kind == "tag_params":
+                self.tag(tag)
+                continue
             with self._lock:
-                if kind == "tag_params":
-                    if tag and self._latest is not None:
-                        self._tagged[tag] = self._latest
-                    continue
                 entry = self._tagged.get(tag) if tag else self._latest
             if entry is None or (entry[0] == have and origin == self.origin):
                 reply = codec.encode("params_current", {"version": have, "origin": origin}, key=self.key)
             else:
                 reply = entry[1]
+            self.requests_served += 1  # counted first: whoever sees the reply sees the count
             self.sock.send_multipart([identity, *reply], copy=False)
-            self.requests_served += 1
 
     def close(self) -> None:
         self._running = False
@@ -103,65 +110,46 @@ class ParameterService:
         self.sock.close(linger=0)
 
 
-class ParameterClient:
+class ParameterClient(ReportsPeer):
     """Non-blocking weight refresh: at most one request in flight, sent every ``poll_s`` seconds.
 
-    ``source`` is a ``FixedEndpoint`` or an ``EndpointWatch``: a request unanswered for
-    ``RESEND_S`` (a lost reply, or a trainer that died) is sent again, to the trainer's replacement
-    if it has published a new endpoint meanwhile.
+    ``source`` is an ``Endpoint``, a ``FixedEndpoint`` or an ``EndpointWatch``: a request unanswered
+    for ``RESEND_S`` (a lost reply, or a trainer that died) is sent again, to the trainer's replacement
+    if it has published a new endpoint meanwhile. Refused replies are counted in ``refusals``.
     """
 
-    def __init__(self, ctx: zmq.Context, source: Endpoint | Any, key: bytes, poll_s: float = 0.05,
+    def __init__(self, ctx: zmq.Context, source: Endpoint | EndpointSource, key: bytes, poll_s: float = 0.05,
                  tag: str | None = None):
-        self.ctx = ctx
-        self.source = FixedEndpoint(source) if isinstance(source, Endpoint) else source
+        self.peer = PeerSocket(ctx, zmq.DEALER, source, key, kinds=frozenset({"params", "params_current"}))
         self.key = key
         self.poll_s = poll_s
         self.tag = tag
         self.version = -1
         self.origin: int | None = None
-        self.reconnects = 0
-        self._rejected_before = 0  # by sockets replaced on reconnect
-        self._connect()
         self._sent_at: float | None = None  # when the request in flight left; None: none in flight
         self._next_request = 0.0
-
-    def _connect(self) -> None:
-        self.sock = connect(self.ctx, zmq.DEALER, self.source.endpoint)
-        self.receiver = Receiver(self.sock, frozenset({"params", "params_current"}), self.key)
-
-    @property
-    def rejected(self) -> int:
-        return self._rejected_before + self.receiver.rejected
-
-    def _follow(self) -> None:
-        if self.source.changed(force=True):
-            self._rejected_before += self.receiver.rejected
-            self.sock.close(linger=0)
-            self._connect()
-            self.reconnects += 1
 
     def poll(self, block_s: float = 0.0) -> dict[str, np.ndarray] | None:
         """New weights if a newer version arrived, else None. ``block_s`` waits for a first reply."""
         now = time.monotonic()
         if self._sent_at is not None and now - self._sent_at >= RESEND_S:
-            self._follow()
+            self.peer.follow(force=True)
             self._sent_at = None
         if self._sent_at is None and now >= self._next_request:
             meta = {"have": self.version, "origin": self.origin, **({"tag": self.tag} if self.tag else {})}
-            self.sock.send_multipart(codec.encode("get_params", meta, key=self.key))
+            self.peer.sock.send_multipart(codec.encode("get_params", meta, key=self.key))
             self._sent_at = now
             self._next_request = now + self.poll_s
-        msg = self.receiver.recv(timeout_ms=int(block_s * 1000))
+        msg = self.peer.receiver.recv(timeout_ms=int(block_s * 1000))
         if msg is None:
             return None
         self._sent_at = None
         _, kind, meta, arrays = msg
-        reply = parse_params_reply(kind, meta, arrays)
-        if reply is None:
-            self.receiver.rejected += 1
+        try:
+            version, origin, weights = read_params_reply(kind, meta, arrays)
+        except Refused as refused:
+            self.peer.receiver.refuse(str(refused))
             return None
-        version, origin, weights = reply
         if weights is None or (origin == self.origin and version <= self.version):
             return None
         self.version, self.origin = version, origin
@@ -185,4 +173,4 @@ class ParameterClient:
         return None
 
     def close(self) -> None:
-        self.sock.close(linger=0)
+        self.peer.close()

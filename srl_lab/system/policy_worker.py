@@ -18,17 +18,20 @@ import zmq
 from srl_lab.api.policy import Policy
 from srl_lab.api.tree import tree_concat
 from srl_lab.config import ExperimentConfig
-from srl_lab.envs.factory import make_env_group, make_policy
+from srl_lab.envs.factory import make_policy, probe_env
 from srl_lab.system import codec
-from srl_lab.system.control import StopRequested, WorkerContext, limit_threads
+from srl_lab.system.control import StopRequested, WorkerContext
 from srl_lab.system.inference import state_shape, step_policy
 from srl_lab.system.parameters import ParameterClient
-from srl_lab.system.streams import Receiver, bind
+from srl_lab.system.streams import Receiver, Refused, bind, refusal_report
+from srl_lab.system.worker_task import run_worker_task
+
+DOES_NOT_FIT = "inference request: does not fit the observation space"
 
 
-def parse_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple[int, ...] | None = None,
-                space: gym.Space | None = None) -> tuple[int, Any, int, np.ndarray | None] | None:
-    """``(group, obs, rows, state)`` of an ``infer`` request, None if malformed.
+def read_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple[int, ...] | None = None,
+               space: gym.Space | None = None) -> tuple[int, Any, int, np.ndarray | None]:
+    """``(group, obs, rows, state)`` of an ``infer`` request; raises ``Refused`` saying why not.
 
     ``space`` is the policy's observation space: each row must have its keys and shapes, in numbers,
     so that whatever reaches the network fits it (an exception from the network is then the user's
@@ -38,17 +41,19 @@ def parse_infer(meta: dict[str, Any], arrays: dict[str, Any], state_shape: tuple
     """
     group, obs = meta.get("group"), arrays.get("obs")
     if not isinstance(group, int) or obs is None:
-        return None
+        raise Refused("inference request: needs an integer group and obs")
     leaves = list(obs.values()) if isinstance(obs, dict) else [obs]
     if not leaves or any(isinstance(x, dict) or x.ndim < 1 for x in leaves):
-        return None
+        raise Refused("inference request: obs must be arrays of rows")
     rows = len(leaves[0])
-    if any(len(x) != rows for x in leaves) or (space is not None and not fits_space(obs, space)):
-        return None
+    if any(len(x) != rows for x in leaves):
+        raise Refused("inference request: obs arrays differ in rows")
+    if space is not None and not fits_space(obs, space):
+        raise Refused(DOES_NOT_FIT)
     state = arrays.get("states") if state_shape is not None else None
     if state is not None and (isinstance(state, dict) or state.shape != (rows, *state_shape)
                               or state.dtype.kind != "f"):
-        return None
+        raise Refused("inference request: states must be float rows of the policy's state shape")
     return group, obs, rows, state
 
 
@@ -75,9 +80,10 @@ class BatchServer:
         msg = self.receiver.recv(timeout_ms=timeout_ms)
         while msg is not None:
             identity, _, meta, arrays = msg
-            parsed = parse_infer(meta, arrays, self.state_shape, self.policy.observation_space)
-            if parsed is None:
-                self.receiver.rejected += 1
+            try:
+                parsed = read_infer(meta, arrays, self.state_shape, self.policy.observation_space)
+            except Refused as refused:
+                self.receiver.refuse(str(refused))
             else:
                 requests.append((identity, *parsed))
                 rows += parsed[2]
@@ -116,23 +122,15 @@ class BatchServer:
 
 def policy_worker(run_id: str, config: ExperimentConfig, index: int, secret: bytes) -> dict[str, Any]:
     """Long-running Dask task serving inference until told to stop; returns its counters."""
-    limit_threads()
-    ctx = WorkerContext(run_id, "policy", f"policy-{index}", secret)
-    zctx = zmq.Context()
-    try:
-        return _serve(ctx, zctx, config, index)
-    except StopRequested:
-        return {"worker": ctx.worker_id, "inc": ctx.incarnation, "batches": 0, "rows": 0, "rejected": 0,
-                "unauthenticated": 0}
-    finally:
-        zctx.destroy(linger=0)
+    return run_worker_task(run_id, "policy", f"policy-{index}", secret,
+                           lambda ctx, zctx: _serve(ctx, zctx, config, index),
+                           idle={"batches": 0, "rows": 0, "reconnects": 0})
 
 
 def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index: int) -> dict[str, Any]:
     device = config.inference.device
-    probe = make_env_group(config, 1)
-    policy = make_policy(config, probe.observation_space, probe.action_space).to(device)
-    probe.close()
+    probe = probe_env(config)
+    policy = make_policy(config, probe.observation_space, probe.action_space, probe).to(device)
     params = ParameterClient(zctx, ctx.watch("params"), ctx.secret, config.inference.weight_poll_s)
     weights = params.wait_first(ctx.should_stop)
     if weights is None:
@@ -140,9 +138,12 @@ def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, inde
     policy.load_weights(weights)
     sock, endpoint = bind(zctx, zmq.ROUTER, f"policy-{ctx.run_id}-{index}")
     server = BatchServer(policy, sock, ctx.secret, device, config.inference.max_batch_rows)
-    receiver = server.receiver
     ctx.publish_endpoint(f"policy-{index}", endpoint)
     ctx.running()
+
+    def stream_counts() -> dict[str, Any]:
+        """Messages refused on this worker's socket and by its parameter client; reconnects of the latter."""
+        return {**refusal_report(server.receiver.refusals, params.refusals), "reconnects": params.reconnects}
 
     counters = {"batches": 0, "rows": 0}
     last_log, rows_at_log = time.monotonic(), 0
@@ -159,10 +160,9 @@ def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, inde
         if now - last_log >= config.metrics_interval_s:
             ctx.log(**counters, rows_per_s=(counters["rows"] - rows_at_log) / (now - last_log),
                     busy_fraction=server.busy_s / (now - last_log), policy_version=params.version,
-                    mean_batch_rows=counters["rows"] / max(1, counters["batches"]), rejected=receiver.rejected)
+                    mean_batch_rows=counters["rows"] / max(1, counters["batches"]), **stream_counts())
             last_log, rows_at_log, server.busy_s = now, counters["rows"], 0.0
     params.close()
     sock.close(linger=0)
-    ctx.log(**counters, state="stopped", rejected=receiver.rejected)
-    return {"worker": ctx.worker_id, "inc": ctx.incarnation, **counters, "rejected": receiver.rejected,
-            "unauthenticated": receiver.unauthenticated}
+    ctx.log(**counters, state="stopped", **stream_counts())
+    return {"worker": ctx.worker_id, "inc": ctx.incarnation, **counters, **stream_counts()}

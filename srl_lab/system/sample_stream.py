@@ -19,7 +19,7 @@ from typing import Any, Callable
 import zmq
 
 from srl_lab.system import codec
-from srl_lab.system.streams import connect
+from srl_lab.system.streams import EndpointSource, PeerSocket, Refused
 
 SEND_TIMEOUT_MS = 200  # a blocked send wakes up this often to check stop flags and the endpoint
 
@@ -38,60 +38,55 @@ def ledger_key(actor: int, inc: int) -> str:
     return f"{actor}:{inc}"
 
 
-def parse_fragment_meta(meta: dict[str, Any]) -> tuple[str, int, list, int] | None:
-    """``(ledger key, seq, episodes, env_errors)`` of a fragment's meta, None if malformed."""
+def read_fragment_meta(meta: dict[str, Any]) -> tuple[str, int, list, int]:
+    """``(ledger key, seq, episodes, env_errors)`` of a fragment's meta; raises ``Refused``."""
     actor, inc, seq = meta.get("actor"), meta.get("inc"), meta.get("seq")
     episodes, env_errors = meta.get("episodes"), meta.get("env_errors", 0)
     if not all(isinstance(v, int) and v >= 0 for v in (actor, inc, seq, env_errors)):
-        return None
+        raise Refused("meta: actor, inc, seq and env_errors must be non-negative integers")
     if not isinstance(episodes, list):
-        return None
+        raise Refused("meta: episodes must be a list")
     return ledger_key(actor, inc), seq, episodes, env_errors
 
 
 class SampleSender:
-    """Pushes numbered fragments to the trainer; blocks (stoppably) while the trainer is behind."""
+    """Pushes numbered fragments to the trainer; blocks (stoppably) while the trainer is behind.
 
-    def __init__(self, ctx: zmq.Context, source: Any, key: bytes, actor: int, incarnation: int, hwm: int):
-        self.ctx = ctx
-        self.source = source  # an EndpointWatch on the trainer's sample endpoint
+    ``source`` is an ``EndpointWatch`` on the trainer's sample endpoint. Fragments still queued
+    towards a trainer that died are lost when the sender follows its replacement (the books count them).
+    """
+
+    def __init__(self, ctx: zmq.Context, source: EndpointSource, key: bytes, actor: int, incarnation: int,
+                 hwm: int):
+        self.peer = PeerSocket(ctx, zmq.PUSH, source, key, sndhwm=hwm,
+                               options={zmq.SNDTIMEO: SEND_TIMEOUT_MS})
         self.key = key
         self.actor = actor
         self.incarnation = incarnation
-        self.hwm = hwm
         self.produced = 0
-        self.reconnects = 0
-        self._connect()
 
-    def _connect(self) -> None:
-        self.sock = connect(self.ctx, zmq.PUSH, self.source.endpoint, sndhwm=self.hwm)
-        self.sock.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)
-
-    def _follow(self) -> None:
-        """Reconnect if the trainer moved; fragments queued towards the dead one are lost (counted)."""
-        if self.source.changed():
-            self.sock.close(linger=0)
-            self._connect()
-            self.reconnects += 1
+    @property
+    def reconnects(self) -> int:
+        return self.peer.reconnects
 
     def send(self, meta: dict[str, Any], arrays: dict[str, Any], should_stop: Callable[[], bool]) -> bool:
         """Queue one fragment; False if told to stop while the trainer was not taking any."""
         frames = codec.encode("fragment", {**meta, "actor": self.actor, "inc": self.incarnation,
                                            "seq": self.produced}, arrays, key=self.key)
-        self._follow()
+        self.peer.follow()
         while True:
             try:
-                self.sock.send_multipart(frames, copy=False)
+                self.peer.sock.send_multipart(frames, copy=False)
                 self.produced += 1
                 return True
             except zmq.Again:
                 if should_stop():
                     return False
-                self._follow()
+                self.peer.follow()
 
     def close(self, linger_ms: int) -> None:
         """Close, giving queued fragments ``linger_ms`` to reach the trainer."""
-        self.sock.close(linger=linger_ms)
+        self.peer.close(linger_ms)
 
 
 class Ledger:

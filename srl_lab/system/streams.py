@@ -1,10 +1,14 @@
 """ZeroMQ sockets for the data plane: binding, address choice and counted, validated receive.
 
 A worker that serves a stream binds a tcp port on its host (and, on the same host, an ipc path)
-and publishes an ``Endpoint`` through Dask; peers connect to the cheapest address they can reach.
-Every receive goes through ``Receiver.recv``, which authenticates and decodes with the codec and
-counts rejects, so garbage on a port never stops a worker and a process without the run secret is
-ignored before a byte it sent is parsed.
+and publishes an ``Endpoint`` through Dask; peers connect to the cheapest address they can reach
+through a ``PeerSocket``, which follows the peer to its replacement. Every receive goes through
+``Receiver.recv``, which authenticates and decodes with the codec, so garbage on a port never stops
+a worker and a process without the run secret is ignored before a byte it sent is parsed.
+
+Every message a worker refuses is counted with its reason in ``Refusals``: by the receiver when
+the codec refuses it, by the message's parser (``Refused``) when its content is unusable. Each
+worker reports ``Refusals.report()`` in its metrics and its final result.
 """
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ import os
 import socket
 import tempfile
 import uuid
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Protocol
 
 import zmq
 
@@ -68,6 +73,14 @@ def bind(ctx: zmq.Context, sock_type: int, name: str, rcvhwm: int = 1000) -> tup
     return sock, Endpoint(tcp=f"tcp://{ip}:{port}", ipc=ipc, hostname=socket.gethostname())
 
 
+class EndpointSource(Protocol):
+    """Where a peer is now: ``changed()`` says whether ``endpoint`` moved since it was last read."""
+
+    endpoint: Endpoint
+
+    def changed(self, force: bool = False) -> bool: ...
+
+
 class FixedEndpoint:
     """An endpoint that never moves (in-process use); ``EndpointWatch`` is the one that follows peers."""
 
@@ -79,28 +92,86 @@ class FixedEndpoint:
 
 
 def connect(ctx: zmq.Context, sock_type: int, endpoint: Endpoint, sndhwm: int = 1000,
-            linger_ms: int = 0) -> zmq.Socket:
+            linger_ms: int = 0, options: Mapping[int, int] | None = None) -> zmq.Socket:
+    """A socket of ``sock_type`` with ``options`` set, connected to ``endpoint``'s cheapest address."""
     sock = ctx.socket(sock_type)
     sock.setsockopt(zmq.SNDHWM, sndhwm)
     sock.setsockopt(zmq.LINGER, linger_ms)
+    for option, value in (options or {}).items():
+        sock.setsockopt(option, value)
     sock.connect(endpoint.choose())
     return sock
 
 
-class Receiver:
-    """Receives, authenticates and decodes messages from one socket, counting what it rejected.
+class Refused(ValueError):
+    """A message that decoded but whose content is unusable; ``str()`` is the reason it is counted under."""
 
-    ``rejected`` counts every refused message; ``unauthenticated`` the part of it whose MAC did not
-    match the run secret (sent by a process that does not have it).
+
+UNAUTHENTICATED = codec.AuthenticationError.reason
+OTHER_REASONS = "other reasons"
+MAX_REASONS = 32  # distinct reasons kept apart; a peer sending ever new ones cannot grow memory
+
+
+class Refusals:
+    """The messages one worker's receivers refused: in total, without the run's MAC, and by reason.
+
+    ``rejected`` counts every refused message and always equals the sum over ``refused``;
+    ``unauthenticated`` the part whose MAC did not match (sent by a process without the secret);
+    ``malformed`` the part that carried the MAC but not a usable message (a buggy peer).
     """
 
-    def __init__(self, sock: zmq.Socket, kinds: frozenset[str], key: bytes, routed: bool = False):
+    def __init__(self) -> None:
+        self.rejected = 0
+        self.unauthenticated = 0
+        self.malformed = 0
+        self.refused: Counter[str] = Counter()
+
+    def add(self, reason: str, malformed: bool = True) -> None:
+        """Count one refused message; ``malformed=False`` for a valid message that came too late."""
+        self.rejected += 1
+        if reason == UNAUTHENTICATED:
+            self.unauthenticated += 1
+        elif malformed:
+            self.malformed += 1
+        if reason not in self.refused and len(self.refused) >= MAX_REASONS - 1:
+            reason = OTHER_REASONS
+        self.refused[reason] += 1
+
+    def report(self) -> dict[str, Any]:
+        """The counts as they go into a worker's metrics and final result."""
+        return {"rejected": self.rejected, "unauthenticated": self.unauthenticated,
+                "malformed": self.malformed, "refused": dict(self.refused)}
+
+
+def refusal_report(*parts: Refusals) -> dict[str, Any]:
+    """One report over several receivers' refusals (a worker that reads more than one socket)."""
+    total = Refusals()
+    for part in parts:
+        total.rejected += part.rejected
+        total.unauthenticated += part.unauthenticated
+        total.malformed += part.malformed
+        total.refused.update(dict(part.refused))
+    return total.report()
+
+
+class Receiver:
+    """Receives, authenticates and decodes messages from one socket, counting what it refused.
+
+    The codec's refusals are counted here; a parser that finds a decoded message unusable calls
+    ``refuse``. ``refusals`` may be shared, so that counts survive a socket replaced on reconnect.
+    """
+
+    def __init__(self, sock: zmq.Socket, kinds: frozenset[str], key: bytes, routed: bool = False,
+                 refusals: Refusals | None = None):
         self.sock = sock
         self.kinds = kinds
         self.key = key
         self.routed = routed  # ROUTER sockets prefix every message with the peer identity
-        self.rejected = 0
-        self.unauthenticated = 0
+        self.refusals = refusals if refusals is not None else Refusals()
+
+    def refuse(self, reason: str, malformed: bool = True) -> None:
+        """Count a decoded message whose content the caller refused (see ``Refusals.add``)."""
+        self.refusals.add(reason, malformed)
 
     def recv(self, timeout_ms: int = 0) -> tuple[bytes | None, str, dict, dict] | None:
         """One decoded ``(identity, kind, meta, arrays)`` or None if nothing valid arrived in time."""
@@ -116,7 +187,63 @@ class Receiver:
         try:
             kind, meta, arrays = codec.decode([f.buffer for f in frames], self.kinds, key=self.key)
         except codec.CodecError as error:
-            self.rejected += 1
-            self.unauthenticated += isinstance(error, codec.AuthenticationError)
+            self.refuse(error.reason)
             return None
         return identity, kind, meta, arrays
+
+
+class ReportsPeer:
+    """A client's counters are those of the peer it talks through (``counted_peer``, by default ``peer``):
+    ``refusals`` (replies it refused) and ``reconnects`` (to a replaced peer)."""
+
+    def counted_peer(self) -> Any:
+        return self.peer
+
+    @property
+    def refusals(self) -> Refusals:
+        return self.counted_peer().refusals
+
+    @property
+    def reconnects(self) -> int:
+        return self.counted_peer().reconnects
+
+
+class PeerSocket:
+    """A socket connected to a peer's published endpoint that follows the peer to its replacement.
+
+    ``follow()`` re-reads the endpoint (``source``: an ``EndpointWatch`` or a ``FixedEndpoint``);
+    if the peer moved it closes the socket, connects a new one of the same type and options, and
+    counts the reconnect. Messages from the peer arrive through ``receiver``, whose refusals are
+    kept across reconnects.
+    """
+
+    def __init__(self, ctx: zmq.Context, sock_type: int, source: Endpoint | EndpointSource, key: bytes,
+                 kinds: frozenset[str] = frozenset(), sndhwm: int = 1000,
+                 options: Mapping[int, int] | None = None):
+        self.ctx = ctx
+        self.sock_type = sock_type
+        self.source = FixedEndpoint(source) if isinstance(source, Endpoint) else source
+        self.key = key
+        self.kinds = kinds
+        self.sndhwm = sndhwm
+        self.options = dict(options or {})
+        self.refusals = Refusals()
+        self.reconnects = 0
+        self._connect()
+
+    def _connect(self) -> None:
+        self.sock = connect(self.ctx, self.sock_type, self.source.endpoint, sndhwm=self.sndhwm,
+                            options=self.options)
+        self.receiver = Receiver(self.sock, self.kinds, self.key, refusals=self.refusals)
+
+    def follow(self, force: bool = False) -> bool:
+        """Reconnect if the peer published a new endpoint; True if it did. ``force``: re-read now."""
+        if not self.source.changed(force=force):
+            return False
+        self.sock.close(linger=0)
+        self._connect()
+        self.reconnects += 1
+        return True
+
+    def close(self, linger_ms: int = 0) -> None:
+        self.sock.close(linger=linger_ms)

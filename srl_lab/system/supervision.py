@@ -13,7 +13,7 @@ import asyncio
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
@@ -46,9 +46,11 @@ def failure_of(worker: WorkerId, future: Any) -> RuntimeError | None:
 class SupervisionLoop:
     """Checks the worker set every ``SUPERVISE_S`` seconds until ``closed`` is set."""
 
-    def __init__(self, workers: WorkerSet, supervisor: Supervisor):
+    def __init__(self, workers: WorkerSet, supervisor: Supervisor, on_reconnect: Callable[[], None]):
         self.workers = workers
         self.supervisor = supervisor
+        self._on_reconnect = on_reconnect  # the client reconnected: e.g. subscribe to topics again
+        self._connection = workers.client.scheduler_comm
         self.failure: RuntimeError | None = None  # the first bug seen: the run has failed
         self.closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="srl-supervisor", daemon=True)
@@ -70,10 +72,22 @@ class SupervisionLoop:
     def _loop(self) -> None:
         while not self.closed.wait(SUPERVISE_S):
             try:
+                self.check_connection()
                 self.check_futures()
                 self.check_heartbeats()
             except Exception as error:  # noqa: BLE001  (e.g. the client closing under us: try again)
                 self.supervisor.fault("controller", "supervision error", time.time(), error=repr(error))
+
+    def check_connection(self) -> None:
+        """A client that lost the scheduler reconnects by itself with its futures cancelled (their tasks
+        end: see ``WorkerContext.should_stop``) and its topic subscriptions gone. ``check_futures``
+        resubmits the workers; here the subscriptions are renewed."""
+        connection = self.workers.client.scheduler_comm
+        if connection is None or connection is self._connection or self.workers.client.status != "running":
+            return
+        self._connection = connection
+        self.supervisor.fault("controller", "reconnected to the scheduler", time.time())
+        self._on_reconnect()
 
     def check_futures(self) -> None:
         """Resubmit tasks that Dask gave up on, that were cancelled or that exited without being told to."""

@@ -23,7 +23,6 @@ from collections import Counter
 from typing import Any
 
 import cloudpickle
-import torch.distributed as dist
 import zmq
 
 from srl_lab.config import ExperimentConfig
@@ -33,8 +32,8 @@ from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.learner import Learner
 from srl_lab.system.parameters import ParameterService
-from srl_lab.system.sample_stream import Ledger, parse_fragment_meta, sample_service, trainer_of_actor
-from srl_lab.system.streams import Receiver, bind
+from srl_lab.system.sample_stream import Ledger, read_fragment_meta, sample_service, trainer_of_actor
+from srl_lab.system.streams import Receiver, Refused, bind, refusal_report
 
 DRAIN_TIMEOUT_S = 60.0
 CHECKPOINT_FORMAT = 1
@@ -55,8 +54,9 @@ class Trainer(Learner):
         self._checkpointed = (self.version, time.monotonic())
         self.group: TrainerGroup | None = None
         if config.trainer.trainers > 1:
-            self.group = TrainerGroup(ctx, rank, config.trainer.trainers, cuda=config.trainer.device != "cpu",
-                                      timeout_s=max(config.trainer.heartbeat_timeout_s, DRAIN_TIMEOUT_S) + 60)
+            timeout_s = max(config.trainer.heartbeat_timeout_s, DRAIN_TIMEOUT_S) + 60
+            self.group = TrainerGroup.join(ctx, rank, config.trainer.trainers, timeout_s,
+                                           cuda=config.trainer.device != "cpu")
             self.group.broadcast_from_rank0(self.algorithm)
             self.version = self.group.gather(self.version)[0]
             self.group.attach(self.algorithm)
@@ -68,13 +68,12 @@ class Trainer(Learner):
             self.params = ParameterService(zctx, ctx.run_id, ctx.secret, origin=ctx.incarnation)
             self.params.publish(self.version, self.policy.weights())
 
-    @property
-    def rejected(self) -> int:
-        return self.receiver.rejected + (self.params.rejected if self.params else 0)
-
-    @property
-    def unauthenticated(self) -> int:
-        return self.receiver.unauthenticated + (self.params.receiver.unauthenticated if self.params else 0)
+    def stream_counts(self) -> dict[str, Any]:
+        """Messages refused on the sample socket and by the parameter service; replies the latter sent."""
+        if self.params is None:
+            return {**refusal_report(self.receiver.refusals), "param_requests_served": 0}
+        return {**refusal_report(self.receiver.refusals, self.params.refusals),
+                "param_requests_served": self.params.requests_served}
 
     def receive(self, timeout_ms: int) -> bool:
         """Take one message if one arrives within ``timeout_ms``; True if something was received."""
@@ -82,11 +81,14 @@ class Trainer(Learner):
         if msg is None:
             return False
         _, _, meta, arrays = msg
-        parsed = parse_fragment_meta(meta)
-        if parsed is None or check_fragment(arrays, self.config.actors.fragment_length):
-            self.counters["malformed"] += 1
+        try:
+            key, seq, episodes, env_errors = read_fragment_meta(meta)
+            problem = check_fragment(arrays, self.config.actors.fragment_length)
+            if problem:
+                raise Refused(problem)
+        except Refused as refused:
+            self.receiver.refuse(f"fragment: {refused}")
             return True
-        key, seq, episodes, env_errors = parsed
         self.ledger.record(key, seq)
         if self.offer(arrays, episodes, env_errors):
             self.batch_keys.append(key)
@@ -160,9 +162,8 @@ class Trainer(Learner):
         return path
 
     def log(self, **extra: Any) -> None:
-        self.ctx.log(version=self.version, **self.counters, rejected=self.rejected,
-                     unauthenticated=self.unauthenticated, episodes=self.take_episodes(),
-                     train=self.last_stats, **extra)
+        self.ctx.log(version=self.version, **{**self.counters, **self.stream_counts()},
+                     episodes=self.take_episodes(), train=self.last_stats, **extra)
 
     def drain(self, expected: dict[str, int]) -> None:
         """Receive until every live incarnation's last fragment is in, then train on the remainder.
@@ -196,12 +197,6 @@ class Trainer(Learner):
         if self.group is not None:
             self.group.close()
         self.sock.close(linger=0)
-
-
-def _lost_peer(error: RuntimeError) -> bool:
-    """Whether a collective failed because a peer trainer went away (gloo/nccl report plain RuntimeErrors)."""
-    text = str(error).lower()
-    return isinstance(error, dist.DistError) or "gloo" in text or "nccl" in text
 
 
 def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, rank: int,
@@ -241,18 +236,17 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, r
                 last_log = time.monotonic()
         trainer.drain(Variable(expected_fragments_name(run_id)).get(timeout=DRAIN_TIMEOUT_S))
         trainer.log(state="stopped")
-        result = {"worker": ctx.worker_id, "inc": ctx.incarnation, "version": trainer.version, **trainer.counters,
-                  "rejected": trainer.rejected, "unauthenticated": trainer.unauthenticated,
+        result = {"worker": ctx.worker_id, "inc": ctx.incarnation, "version": trainer.version,
+                  **trainer.counters, **trainer.stream_counts(),
                   "ledger": trainer.ledger.entries, "restored_from": trainer.restored_from,
                   "weights": trainer.policy.weights(), "digests": trainer.group.digests if trainer.group else []}
         if run_dir:
             result["checkpoint"] = trainer.checkpoint()
         return result
-    except RuntimeError as error:
-        if not _lost_peer(error):
-            raise
-        raise TrainerGroupBroken(f"trainer-{rank} lost a peer of its data-parallel group ({error}); stop the run "
-                                 "and continue it with Run.resume(run_dir)") from error
+    except TrainerGroupBroken:
+        if trainer is not None:  # the task's result is lost with it: a last record keeps the counts
+            trainer.log(state="group broken")
+        raise
     finally:
         if trainer is not None:
             trainer.close()  # the parameter service thread first, then every socket

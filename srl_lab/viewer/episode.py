@@ -15,8 +15,9 @@ import cloudpickle
 import numpy as np
 import torch
 
+from srl_lab.api.env import extras
 from srl_lab.api.policy import Policy, obs_to_tensor
-from srl_lab.envs.factory import make_env_group, make_policy
+from srl_lab.envs.factory import describe, make_env_group, make_policy
 from srl_lab.system import checkpoints
 from srl_lab.system.actor_ring import flatten_rows
 from srl_lab.viewer import frames
@@ -75,7 +76,7 @@ class Player:
         if self._built is None or self._built[0] != key:
             self.close()
             env = _viewing_env(config, seed)
-            policy = make_policy(config, env.observation_space, env.action_space)
+            policy = make_policy(config, env.observation_space, env.action_space, describe(env))
             policy.eval()
             self._built = (key, env, policy)
         return self._built[1], self._built[2]
@@ -144,10 +145,9 @@ def _film(env: Any, policy: Policy, seed: int, pixels: int, max_steps: int, vers
           ) -> tuple[list[np.ndarray], dict[str, float]]:
     """Step one episode (or ``max_steps``), rendering each state before acting on it."""
     n_agents = env.num_agents
-    names = getattr(env, "team_names", None)
+    info = extras(env)
+    names, prep, horizon = info.team_names, info.prep_steps, info.horizon
     legend = [(f"{name}s", colour) for name, colour in zip(names, TEAM_COLOURS)] if names else []
-    prep = getattr(env, "prep_steps", 0)
-    horizon = getattr(env, "horizon", None)
     obs = env.reset(seed=seed)
     state = policy.initial_state(n_agents) if policy.recurrent else None
     shots: list[np.ndarray] = []
@@ -161,11 +161,7 @@ def _film(env: Any, policy: Policy, seed: int, pixels: int, max_steps: int, vers
         steps = f"step {t + 1}/{horizon}" if horizon else f"step {t + 1}"
         shots.append(frames.caption(frames.fit(frame, pixels), f"v{version}  {steps}  {phase}".rstrip(), legend))
         rows = obs_to_tensor(flatten_rows(obs, n_agents))
-        with torch.no_grad():
-            if state is None:
-                actions, _, _ = policy.act(rows)
-            else:
-                actions, _, _, state = policy.act(rows, state)
+        actions, _, _, state = policy.act(rows, state)
         result = env.step(actions.numpy().reshape(1, n_agents, *actions.shape[1:]))
         obs = result.obs
         if result.episodes or bool(result.terminated[0] or result.truncated[0]):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-import torch
 
 from srl_lab.api.policy import Policy, obs_to_tensor
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
@@ -41,8 +40,7 @@ def play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int =
                 continue
             if rows is None:
                 rows = obs_to_tensor(flatten_rows(obs, num_envs * n_agents))
-            with torch.no_grad():
-                chosen, _, _ = policy.act(rows)
+            chosen = policy.act(rows).actions
             actions[:, team_rows] = chosen.numpy().reshape(num_envs, n_agents, -1)[:, team_rows]
         result = env.step(actions)
         fractions.extend(e["hidden_fraction"] for e in result.episodes)

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import math
 
-import gymnasium as gym
 import numpy as np
 
 from srl_lab.api.env import StepResult
 from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.group import HideAndSeekGroup
 from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS, ROOM
 from srl_lab.envs.hide_and_seek.lite_step import ACC_SIZE, N_STATS, begin_episode, reset_envs, step_all
 from srl_lab.envs.hide_and_seek.scene import (
@@ -42,7 +42,6 @@ from srl_lab.envs.hide_and_seek.scene import (
     PLAY_AREA,
     RAMP_SIZE,
     SEEKER,
-    SELF_FEATURES,
     Agent,
     Box,
     Ramp,
@@ -50,58 +49,23 @@ from srl_lab.envs.hide_and_seek.scene import (
     Wall,
 )
 
-SCENARIOS = {"quadrant": QUADRANT, "randomwalls": RANDOMWALLS}
-DEFAULT_BOXES = {"quadrant": 2, "randomwalls": 9}
-DEFAULT_RAMPS = {"quadrant": 1, "randomwalls": 2}
+SCENARIO_CODES = {"quadrant": QUADRANT, "randomwalls": RANDOMWALLS}  # the kernels' scenario numbers
 MAX_WALLS = 64  # capacity per env; generated worlds use at most 10
 UNIFORMS_PER_RESET = 256
-MASK_KEYS = ("mask_aa_obs", "mask_ab_obs", "mask_ar_obs",
-             "mask_aa_obs_spoof", "mask_ab_obs_spoof", "mask_ar_obs_spoof")
 
 
-def observation_space(layout: spec.Layout) -> gym.spaces.Dict:
-    """The per-agent observation space of a layout (masks in [0, 1], features unbounded)."""
-    return gym.spaces.Dict({
-        key: gym.spaces.Box(0.0 if key in MASK_KEYS else -np.inf, 1.0 if key in MASK_KEYS else np.inf,
-                            shape, dtype=spec.OBS_DTYPE)
-        for key, shape in spec.observation_shapes(layout).items()
-    })
-
-
-class HideAndSeekLite:
+class HideAndSeekLite(HideAndSeekGroup):
     """A batch of ``num_envs`` lite hide-and-seek worlds (an ``EnvGroup``; hiders first, then seekers).
 
     ``random_opponents``: the fraction of envs in which one team plays uniform random actions (an
     opponent pool with the random policy in it, next to self-play); see ``_init_random_opponents``.
     """
 
-    team_names = ("hider", "seeker")  # agent_teams and team_of index these
-
-    @staticmethod
-    def team_of(obs: dict) -> np.ndarray:
-        """Team of observation rows (numpy or torch leaves): 0 hider, 1 seeker, from the is_hider flag."""
-        return (obs["observation_self"][..., SELF_FEATURES.index("is_hider")] < 0.5) * 1
-
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
                  seed: int | None = None, hider_spawn: str = "room", random_opponents: float = 0.0) -> None:
-        if scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose one of {sorted(SCENARIOS)}")
-        spec.check_hider_spawn(hider_spawn)
+        super().__init__(num_envs, scenario, n_hiders, n_seekers, n_boxes, n_ramps, horizon, hider_spawn)
         self.hiders_anywhere = hider_spawn == "anywhere"
-        if not (1 <= n_hiders <= 3 and 1 <= n_seekers <= 3):
-            raise ValueError("hide-and-seek takes 1-3 hiders and 1-3 seekers")
-        self.scenario = scenario
-        self.layout = spec.Layout(n_hiders, n_seekers,
-                                  DEFAULT_BOXES[scenario] if n_boxes is None else n_boxes,
-                                  DEFAULT_RAMPS[scenario] if n_ramps is None else n_ramps)
-        self.horizon = spec.DEFAULT_HORIZON[scenario] if horizon is None else int(horizon)
-        self.prep_steps = round(spec.PREP_FRACTION * self.horizon)
-        self.num_envs = int(num_envs)
-        self.num_agents = self.layout.n_agents
-        self.agent_teams = (HIDER,) * n_hiders + (SEEKER,) * n_seekers  # team of each agent
-        self.observation_space = observation_space(self.layout)
-        self.action_space = gym.spaces.MultiDiscrete(spec.ACTION_NVEC)
         self._area = PLAY_AREA[scenario]
         self._seed = seed
         n, a, o = self.num_envs, self.num_agents, self.layout.n_boxes + self.layout.n_ramps
@@ -258,7 +222,7 @@ class HideAndSeekLite:
 
     def _reset_rows(self, envs: np.ndarray, obs: dict[str, np.ndarray]) -> None:
         uniforms = self._rng.random((envs.size, UNIFORMS_PER_RESET))
-        reset_envs(envs.astype(np.int64), uniforms, SCENARIOS[self.scenario], self._ag, self._ob,
+        reset_envs(envs.astype(np.int64), uniforms, SCENARIO_CODES[self.scenario], self._ag, self._ob,
                    self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
                    self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.hiders_anywhere,
                    self.prep_steps,
@@ -268,14 +232,6 @@ class HideAndSeekLite:
                     kind: int, locked_by: int | None) -> None:
         self._ob[e, o] = (x, y, hx, hy, 0.0, 0.0, yaw)
         self._oi[e, o] = (1, kind, -1 if locked_by is None else locked_by, -1)
-
-    def _check_actions(self, actions: np.ndarray) -> np.ndarray:
-        a = np.ascontiguousarray(actions, dtype=np.int64)
-        if a.shape != (self.num_envs, self.num_agents, len(spec.ACTION_NVEC)):
-            raise ValueError(f"actions must have shape {(self.num_envs, self.num_agents, 5)}, got {a.shape}")
-        if a.min() < 0 or (a >= np.asarray(spec.ACTION_NVEC)).any():
-            raise ValueError(f"actions out of range for MultiDiscrete{spec.ACTION_NVEC}")
-        return a
 
 
 def _wall_from_rect(rect: np.ndarray) -> Wall:

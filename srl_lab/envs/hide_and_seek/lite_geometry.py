@@ -9,39 +9,34 @@ INF = math.inf
 
 
 @njit
+def _slab(o: float, d: float, lo: float, hi: float, t0: float, t1: float) -> tuple[float, float]:
+    """Clip the ray parameters ``[t0, t1]`` to those with ``lo ≤ o + t d ≤ hi`` on one axis.
+
+    An empty result has ``t0 > t1``.
+    """
+    if d == 0.0:
+        if o < lo or o > hi:
+            return INF, -INF
+        return t0, t1
+    inv = 1.0 / d
+    ta = (lo - o) * inv
+    tb = (hi - o) * inv
+    if ta > tb:
+        ta, tb = tb, ta
+    return max(t0, ta), min(t1, tb)
+
+
+@njit
 def ray_box(ox: float, oy: float, dx: float, dy: float,
             xmin: float, ymin: float, xmax: float, ymax: float, tmax: float) -> float:
     """Entry parameter of the ray ``o + t d`` (0 ≤ t ≤ tmax) into a box, or ``INF`` if it misses.
 
     A ray starting inside the box enters at t = 0 (slab method).
     """
-    t0 = 0.0
-    t1 = tmax
-    if dx != 0.0:
-        inv = 1.0 / dx
-        ta = (xmin - ox) * inv
-        tb = (xmax - ox) * inv
-        if ta > tb:
-            ta, tb = tb, ta
-        t0 = max(t0, ta)
-        t1 = min(t1, tb)
-        if t0 > t1:
-            return INF
-    elif ox < xmin or ox > xmax:
-        return INF
-    if dy != 0.0:
-        inv = 1.0 / dy
-        ta = (ymin - oy) * inv
-        tb = (ymax - oy) * inv
-        if ta > tb:
-            ta, tb = tb, ta
-        t0 = max(t0, ta)
-        t1 = min(t1, tb)
-        if t0 > t1:
-            return INF
-    elif oy < ymin or oy > ymax:
-        return INF
-    return t0
+    t0, t1 = _slab(ox, dx, xmin, xmax, 0.0, tmax)
+    if t0 <= t1:
+        t0, t1 = _slab(oy, dy, ymin, ymax, t0, t1)
+    return t0 if t0 <= t1 else INF
 
 
 @njit

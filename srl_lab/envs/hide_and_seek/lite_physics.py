@@ -41,6 +41,20 @@ def inv_mass(oi: np.ndarray, pinned: np.ndarray, o: int) -> float:
 
 
 @njit
+def _from_box(px: float, py: float, xmin: float, ymin: float, xmax: float, ymax: float
+              ) -> tuple[float, float, float, float, float]:
+    """``(qx, qy, dx, dy, d2)``: the box's point nearest ``(px, py)``, the offset from it, its square length.
+
+    A point inside the box is its own nearest point (offset 0).
+    """
+    qx = min(max(px, xmin), xmax)
+    qy = min(max(py, ymin), ymax)
+    dx = px - qx
+    dy = py - qy
+    return qx, qy, dx, dy, dx * dx + dy * dy
+
+
+@njit
 def _agent_contacts(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, held: np.ndarray,
                     hoff: np.ndarray, pinned: np.ndarray) -> None:
     """Grab joints, then agent–agent and agent–object contacts (mass-weighted projections)."""
@@ -75,17 +89,9 @@ def _agent_contacts(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, held: np.nda
         for o in range(n_objs):
             if oi[o, 0] == 0:
                 continue
-            px = ag[i, 0]
-            py = ag[i, 1]
-            cx = ob[o, 0]
-            cy = ob[o, 1]
-            hx = ob[o, 2]
-            hy = ob[o, 3]
-            qx = min(max(px, cx - hx), cx + hx)
-            qy = min(max(py, cy - hy), cy + hy)
-            dx = px - qx
-            dy = py - qy
-            d2 = dx * dx + dy * dy
+            px, py = ag[i, 0], ag[i, 1]
+            cx, cy, hx, hy = ob[o, 0], ob[o, 1], ob[o, 2], ob[o, 3]
+            _, _, dx, dy, d2 = _from_box(px, py, cx - hx, cy - hy, cx + hx, cy + hy)
             if d2 >= R * R:
                 continue
             if d2 > 0.0:
@@ -159,19 +165,11 @@ def _clamp_travel(pos: np.ndarray, prev: np.ndarray, k: int) -> None:
 def _agent_walls(ag: np.ndarray, prev_a: np.ndarray, walls: np.ndarray, n_walls: int, i: int) -> None:
     """Push agent ``i`` out of every wall; a centre inside a wall leaves on its previous side."""
     for w in range(n_walls):
-        xmin = walls[w, 0]
-        ymin = walls[w, 1]
-        xmax = walls[w, 2]
-        ymax = walls[w, 3]
-        px = ag[i, 0]
-        py = ag[i, 1]
+        xmin, ymin, xmax, ymax = walls[w, 0], walls[w, 1], walls[w, 2], walls[w, 3]
+        px, py = ag[i, 0], ag[i, 1]
         if px < xmin - R or px > xmax + R or py < ymin - R or py > ymax + R:
             continue
-        qx = min(max(px, xmin), xmax)
-        qy = min(max(py, ymin), ymax)
-        dx = px - qx
-        dy = py - qy
-        d2 = dx * dx + dy * dy
+        qx, qy, dx, dy, d2 = _from_box(px, py, xmin, ymin, xmax, ymax)
         if d2 >= R * R:
             continue
         if d2 > 0.0:

@@ -99,6 +99,15 @@ def _fits(grid: np.ndarray, i0: int, j0: int, w: int, h: int, region: int) -> bo
 
 
 @njit
+def _candidate(grid: np.ndarray, i0: int, j0: int, w: int, h: int, region: int, near: bool,
+               near_x: float, near_y: float) -> bool:
+    """True when the footprint at ``(i0, j0)`` fits (``_fits``), within 0.5 m of ``near_*`` if ``near``."""
+    if near and math.hypot((i0 + 0.5 * w) * CELL - near_x, (j0 + 0.5 * h) * CELL - near_y) > TEAMMATE_RADIUS:
+        return False
+    return _fits(grid, i0, j0, w, h, region)
+
+
+@njit
 def _place(grid: np.ndarray, w: int, h: int, region: int, near_x: float, near_y: float,
            u: np.ndarray, cursor: np.ndarray) -> tuple[float, float]:
     """Centre of a random free ``w × h``-cell footprint in ``region`` (within 0.5 m of
@@ -110,20 +119,14 @@ def _place(grid: np.ndarray, w: int, h: int, region: int, near_x: float, near_y:
         count = 0
         for i0 in range(GRID - w + 1):
             for j0 in range(GRID - h + 1):
-                if near and math.hypot((i0 + 0.5 * w) * CELL - near_x,
-                                       (j0 + 0.5 * h) * CELL - near_y) > TEAMMATE_RADIUS:
-                    continue
-                if _fits(grid, i0, j0, w, h, region):
+                if _candidate(grid, i0, j0, w, h, region, near, near_x, near_y):
                     count += 1
         if count == 0:
             continue
         k = _pick(u, cursor, count)
         for i0 in range(GRID - w + 1):
             for j0 in range(GRID - h + 1):
-                if near and math.hypot((i0 + 0.5 * w) * CELL - near_x,
-                                       (j0 + 0.5 * h) * CELL - near_y) > TEAMMATE_RADIUS:
-                    continue
-                if _fits(grid, i0, j0, w, h, region):
+                if _candidate(grid, i0, j0, w, h, region, near, near_x, near_y):
                     if k == 0:
                         grid[i0:i0 + w, j0:j0 + h] = 1
                         return (i0 + 0.5 * w) * CELL, (j0 + 0.5 * h) * CELL

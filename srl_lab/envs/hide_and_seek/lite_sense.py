@@ -108,6 +108,19 @@ def lidar(ag: np.ndarray, i: int, ob: np.ndarray, oi: np.ndarray, walls: np.ndar
 
 
 @njit
+def _agent_columns(row: np.ndarray, ag: np.ndarray, j: int) -> None:
+    """Columns 0-7 (position, heading, velocity) of agent ``j``, shared by self and other-agent rows."""
+    row[0] = ag[j, 0]
+    row[1] = ag[j, 1]
+    row[2] = AGENT_Z
+    row[3] = ag[j, 2]
+    row[4] = ag[j, 3]
+    row[5] = ag[j, 4]
+    row[6] = 0.0
+    row[7] = ag[j, 5]
+
+
+@njit
 def write_obs(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray,
               n_walls: int, vis: np.ndarray, t: int, prep_steps: int, n_hiders: int, n_boxes: int,
               o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray,
@@ -119,14 +132,7 @@ def write_obs(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.
     for i in range(n_agents):
         hider_i = i < n_hiders
         row = o_self[e, i]
-        row[0] = ag[i, 0]
-        row[1] = ag[i, 1]
-        row[2] = AGENT_Z
-        row[3] = ag[i, 2]
-        row[4] = ag[i, 3]
-        row[5] = ag[i, 4]
-        row[6] = 0.0
-        row[7] = ag[i, 5]
+        _agent_columns(row, ag, i)
         row[8] = 1.0 if hider_i else 0.0
         row[9] = progress
         k = 0
@@ -134,14 +140,7 @@ def write_obs(e: int, ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.
             if j == i:
                 continue
             row = o_agents[e, i, k]
-            row[0] = ag[j, 0]
-            row[1] = ag[j, 1]
-            row[2] = AGENT_Z
-            row[3] = ag[j, 2]
-            row[4] = ag[j, 3]
-            row[5] = ag[j, 4]
-            row[6] = 0.0
-            row[7] = ag[j, 5]
+            _agent_columns(row, ag, j)
             row[8] = 1.0 if j < n_hiders else 0.0
             row[9] = 1.0 if (j < n_hiders) == hider_i else 0.0
             m_aa[e, i, k] = vis[i, j]

@@ -11,32 +11,21 @@ from __future__ import annotations
 
 import logging
 
-import gymnasium as gym
 import numpy as np
 
 from srl_lab.api.env import StepResult
 
-from . import doors, spec
-from .mujoco_episode import Episode, prep_steps
+from . import doors
+from .group import HideAndSeekGroup
+from .mujoco_episode import Episode
 from .mujoco_layout import generate
 from .mujoco_render import render_episode
-from .scene import HIDER, SEEKER, SELF_FEATURES, Scene
+from .scene import Scene
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_COUNTS = {"quadrant": (2, 1), "randomwalls": (9, 2)}  # (boxes, ramps)
 
-
-def observation_space(layout: spec.Layout) -> gym.spaces.Dict:
-    """Per-agent observation space: float32 arrays of ``spec.observation_shapes`` (masks in [0, 1])."""
-    def box(key: str, shape: tuple[int, ...]) -> gym.spaces.Box:
-        low, high = (0.0, 1.0) if key.startswith("mask_") else (-np.inf, np.inf)
-        return gym.spaces.Box(low, high, shape, dtype=spec.OBS_DTYPE)
-
-    return gym.spaces.Dict({key: box(key, shape) for key, shape in spec.observation_shapes(layout).items()})
-
-
-class HideAndSeekMujoco:
+class HideAndSeekMujoco(HideAndSeekGroup):
     """A batch of ``num_envs`` MuJoCo hide-and-seek worlds (agents: hiders, then seekers).
 
     ``step(actions[num_envs, num_agents, 5])`` follows ``srl_lab.api.env.EnvGroup``: episodes
@@ -45,33 +34,10 @@ class HideAndSeekMujoco:
     plus ``return`` and ``length``.
     """
 
-    team_names = ("hider", "seeker")  # agent_teams and team_of index these
-
-    @staticmethod
-    def team_of(obs: dict) -> np.ndarray:
-        """Team of observation rows (numpy or torch leaves): 0 hider, 1 seeker, from the is_hider flag."""
-        return (obs["observation_self"][..., SELF_FEATURES.index("is_hider")] < 0.5) * 1
-
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
                  seed: int | None = None, hider_spawn: str = "room") -> None:
-        spec.check_hider_spawn(hider_spawn)
-        self.hider_spawn = hider_spawn
-        if scenario not in DEFAULT_COUNTS:
-            raise ValueError(f"scenario must be one of {sorted(DEFAULT_COUNTS)}, got {scenario!r}")
-        if not (1 <= n_hiders <= 3 and 1 <= n_seekers <= 3):
-            raise ValueError("n_hiders and n_seekers must each be 1, 2 or 3")
-        boxes, ramps = DEFAULT_COUNTS[scenario]
-        self.layout = spec.Layout(n_hiders, n_seekers, boxes if n_boxes is None else n_boxes,
-                                  ramps if n_ramps is None else n_ramps)
-        self.scenario = scenario
-        self.horizon = spec.DEFAULT_HORIZON[scenario] if horizon is None else int(horizon)
-        self.prep_steps = prep_steps(self.horizon)  # what the episode viewer captions
-        self.num_envs = int(num_envs)
-        self.num_agents = self.layout.n_agents
-        self.agent_teams = (HIDER,) * n_hiders + (SEEKER,) * n_seekers  # team of each agent
-        self.observation_space = observation_space(self.layout)
-        self.action_space = gym.spaces.MultiDiscrete(spec.ACTION_NVEC)
+        super().__init__(num_envs, scenario, n_hiders, n_seekers, n_boxes, n_ramps, horizon, hider_spawn)
         self._seed = seed
         self._rngs: list[np.random.Generator] = []
         self._episodes: list[Episode] = []
@@ -143,15 +109,6 @@ class HideAndSeekMujoco:
     def _new_episode(self, i: int) -> Episode:
         scene, room = generate(self._rngs[i], self.scenario, self.layout, self.hider_spawn)
         return Episode(scene, self.layout, self.scenario, self.horizon, room)
-
-    def _check_actions(self, actions: np.ndarray) -> np.ndarray:
-        a = np.asarray(actions, dtype=np.int64)
-        shape = (self.num_envs, self.num_agents, len(spec.ACTION_NVEC))
-        if a.shape != shape:
-            raise ValueError(f"actions must have shape {shape}, got {a.shape}")
-        if a.min() < 0 or (a >= np.asarray(spec.ACTION_NVEC)).any():
-            raise ValueError(f"actions out of range for MultiDiscrete{spec.ACTION_NVEC}")
-        return a
 
     @staticmethod
     def _stack(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

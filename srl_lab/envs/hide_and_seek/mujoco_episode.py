@@ -18,10 +18,6 @@ NEUTRAL_ACTION = np.array([spec.FORCE_BUCKETS // 2] * 3 + [0, 0])
 UNLOCKED = -1
 
 
-def prep_steps(horizon: int) -> int:
-    return round(spec.PREP_FRACTION * horizon)
-
-
 class Episode:
     """State and rules of one environment from a ``Scene`` until the horizon."""
 
@@ -32,7 +28,7 @@ class Episode:
         self.shapes = spec.observation_shapes(layout)
         self.walls = list(scene.walls)
         self.wall_rects = np.array([w.rect() for w in self.walls], dtype=np.float64).reshape(-1, 4)
-        self.horizon, self.prep = horizon, prep_steps(horizon)
+        self.horizon, self.prep = horizon, spec.prep_steps(horizon)
         self.world: World = build_world(scene)
         w = self.world
         n_a, n_o = len(scene.agents), len(w.obj_body)

@@ -23,14 +23,6 @@ SUBSTEPS = 15
 SUBSTEP_DT = 0.005
 STEP_DT = SUBSTEPS * SUBSTEP_DT  # 0.075 s
 PREP_FRACTION = 0.4
-# Quadrant: hiders start in the room (the original's default) or anywhere outside it too (the
-# original's ``quadrant_game_hider_uniform_placement``); seekers always start outside the room.
-HIDER_SPAWNS = ("room", "anywhere")
-
-
-def check_hider_spawn(hider_spawn: str) -> None:
-    if hider_spawn not in HIDER_SPAWNS:
-        raise ValueError(f"hider_spawn must be one of {HIDER_SPAWNS}, got {hider_spawn!r}")
 GRAB_RADIUS = 0.25
 LOCK_RADIUS = 0.25
 VIEW_HALF_ANGLE = np.deg2rad(67.5)  # 135 degree cone
@@ -40,7 +32,13 @@ FORCE_BUCKETS = 11
 FORCE_SCALE = 100.0
 ACTION_NVEC = (11, 11, 11, 2, 2)  # force x, force y, torque z, grab, lock
 OUT_OF_BOUNDS_PENALTY = -10.0
+SCENARIOS = ("quadrant", "randomwalls")
 DEFAULT_HORIZON = {"quadrant": 80, "randomwalls": 240}
+DEFAULT_OBJECTS = {"quadrant": (2, 1), "randomwalls": (9, 2)}  # (boxes, ramps) when not given
+TEAM_SIZES = (1, 2, 3)  # hiders, and seekers, per world
+# Quadrant: hiders start in the room (the original's default) or anywhere outside it too (the
+# original's ``quadrant_game_hider_uniform_placement``); seekers always start outside the room.
+HIDER_SPAWNS = ("room", "anywhere")
 
 SELF_DIM = 10
 AGENT_DIM = 10
@@ -80,14 +78,46 @@ def action_values(bucket: np.ndarray) -> np.ndarray:
     return (np.asarray(bucket, dtype=np.float32) / (FORCE_BUCKETS - 1) * 1.8 - 0.9) * FORCE_SCALE
 
 
+def prep_steps(horizon: int) -> int:
+    """Steps of the preparation phase that opens an episode of ``horizon`` steps."""
+    return round(PREP_FRACTION * horizon)
+
+
+def check_choice(name: str, value: object, choices: tuple) -> None:
+    """Raise the one ``ValueError`` both variants give for an argument outside its ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def check_hider_spawn(hider_spawn: str) -> None:
+    check_choice("hider_spawn", hider_spawn, HIDER_SPAWNS)
+
+
 @dataclass(frozen=True)
 class Layout:
-    """How many entities an environment has; arrays are padded to these maxima."""
+    """How many entities an environment has; arrays are padded to these maxima.
+
+    The defaults are the 2v2 quadrant game's; ``for_scenario`` fills in any scenario's.
+    """
 
     n_hiders: int = 2
     n_seekers: int = 2
-    n_boxes: int = 2
-    n_ramps: int = 1
+    n_boxes: int = DEFAULT_OBJECTS["quadrant"][0]
+    n_ramps: int = DEFAULT_OBJECTS["quadrant"][1]
+
+    def __post_init__(self) -> None:
+        check_choice("n_hiders", self.n_hiders, TEAM_SIZES)
+        check_choice("n_seekers", self.n_seekers, TEAM_SIZES)
+        if self.n_boxes < 0 or self.n_ramps < 0:
+            raise ValueError(f"n_boxes and n_ramps must be at least 0, got {self.n_boxes} and {self.n_ramps}")
+
+    @classmethod
+    def for_scenario(cls, scenario: str, n_hiders: int, n_seekers: int, n_boxes: int | None = None,
+                     n_ramps: int | None = None) -> "Layout":
+        """The layout of ``scenario`` (``SCENARIOS``); absent object counts take its defaults."""
+        check_choice("scenario", scenario, SCENARIOS)
+        boxes, ramps = DEFAULT_OBJECTS[scenario]
+        return cls(n_hiders, n_seekers, boxes if n_boxes is None else n_boxes, ramps if n_ramps is None else n_ramps)
 
     @property
     def n_agents(self) -> int:

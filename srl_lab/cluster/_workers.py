@@ -1,0 +1,98 @@
+"""What every SRL worker process offers (one thread, one ``srl_slot``, the preload), the embedded
+``LocalCluster``, and what a running cluster offers."""
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+SLOT = "srl_slot"
+ROLES = ("actor", "policy", "trainer")
+ALLOWED_FAILURES = 1000  # re-runs of one task after worker deaths before the scheduler gives up
+PRELOAD = "srl_lab.system.preload"
+EXTRA = "srl_lab[cluster]"  # the pip extra with dask-jobqueue, dask-kubernetes and dask-gateway
+
+
+def role_resource(role: str) -> str:
+    """The resource that reserves a worker for one SRL role, e.g. ``srl_role_actor``.
+
+    When any worker of a cluster offers a role's resource, every task of that role asks for it, so
+    it runs only on those workers (e.g. actors on CPU hosts, policy workers and trainers on a GPU
+    host). Roles whose resource no worker offers go to any free slot.
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown SRL role {role!r}; use one of {ROLES}")
+    return f"srl_role_{role}"
+
+
+def worker_options(gpus: int = 0, roles: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Options for any deployment's workers: one thread and one SRL slot (plus GPUs and roles if given)."""
+    resources = {SLOT: 1, **({"GPU": gpus} if gpus else {}), **{role_resource(r): 1 for r in roles}}
+    return {"nthreads": 1, "resources": resources}
+
+
+def worker_args(gpus: int = 0, roles: tuple[str, ...] = ()) -> list[str]:
+    """``dask worker`` flags for one SRL slot per process: one thread, the resources, the preload.
+
+    For deployments that start workers from a command line, e.g.
+    ``dask worker tcp://scheduler:8786 --nworkers 8`` followed by these flags.
+    """
+    return ["--nthreads", "1", *_resource_and_preload_args(gpus, roles)]
+
+
+def worker_env(gpus: int = 0, roles: tuple[str, ...] = ()) -> dict[str, str]:
+    """Dask config environment variables with the same effect as ``worker_args`` (bar the thread count).
+
+    For deployments where only the environment of the worker and scheduler processes can be set
+    (dask-gateway, container platforms). The resources travel as one literal so the ``GPU`` key
+    keeps its case; the scheduler reads ``ALLOWED_FAILURES`` from the same environment.
+    """
+    return {"DASK_DISTRIBUTED__WORKER__RESOURCES": repr(worker_options(gpus, roles)["resources"]),
+            "DASK_DISTRIBUTED__WORKER__PRELOAD": repr([PRELOAD]),
+            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(ALLOWED_FAILURES)}
+
+
+def _resource_and_preload_args(gpus: int, roles: tuple[str, ...]) -> list[str]:
+    resources = ",".join(f"{name}={n}" for name, n in worker_options(gpus, roles)["resources"].items())
+    return ["--resources", resources, "--preload", PRELOAD]
+
+
+def _import(module: str, package: str, helper: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"srl_lab.cluster.{helper}() needs {package}, which is not installed; "
+                          f"install the extra: pip install '{EXTRA}'") from exc
+
+
+def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: Any = None, **kwargs: Any):
+    """An embedded ``LocalCluster(processes=True)`` sized for ``n_workers`` SRL workers.
+
+    ``security``: a ``distributed.security.Security`` (e.g. ``Security.temporary()``) makes every
+    Dask connection TLS; the run secret then travels to the workers encrypted.
+    """
+    from distributed import LocalCluster
+
+    tls = {"security": security, "protocol": "tls://"} if security is not None else {}
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                        resources={SLOT: 1}, dashboard_address=dashboard_address,
+                        silence_logs=logging.ERROR, preload=[PRELOAD],
+                        scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES}, **tls, **kwargs)
+
+
+def slot_count(client) -> int:
+    """How many SRL slots the cluster currently offers."""
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    return int(sum(w.get("resources", {}).get(SLOT, 0) for w in workers))
+
+
+def gpu_count(client) -> int:
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    return int(sum(w.get("resources", {}).get("GPU", 0) for w in workers))
+
+
+def offered_roles(client) -> set[str]:
+    """The SRL roles some worker of the cluster is reserved for (see ``role_resource``)."""
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    offered = {name for w in workers for name in w.get("resources", {})}
+    return {role for role in ROLES if role_resource(role) in offered}
