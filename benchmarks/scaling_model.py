@@ -334,7 +334,7 @@ def measure_broadcast(config, subscribers: tuple[int, ...] = SUBSCRIBERS, versio
                 service.publish(v, weights)
                 start = time.perf_counter()
                 # Every reader asks once (the reply is the new weights; a fast one may be in already).
-                waiting = {c.sock: c for c in clients if c.poll() is None}
+                waiting = {c.peer.sock: c for c in clients if c.poll() is None}
                 poller = zmq.Poller()
                 for sock in waiting:
                     poller.register(sock, zmq.POLLIN)
