@@ -27,11 +27,17 @@ class EnvConfig:
 
     A factory (e.g. a class defined in a notebook cell) is called as ``factory(**kwargs)`` for a
     single gymnasium env; it travels to the workers with cloudpickle at launch.
+
+    ``vector=True`` uses a gymnasium ``VectorEnv`` as each env group, at its native speed: a
+    gymnasium id is built with ``gymnasium.make_vec(id, num_envs, vectorization_mode=
+    "vector_entry_point")`` (numpy-vectorised where the env has it, e.g. CartPole), a factory is
+    called as ``factory(num_envs=n, **kwargs)`` and must return a ``VectorEnv``.
     """
 
     id: str | None = "CartPole-v1"
     factory: Callable[..., Any] | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    vector: bool = False
 
 
 @dataclass
@@ -154,6 +160,9 @@ class ExperimentConfig:
         if (self.env.id is None) == (self.env.factory is None):
             raise ConfigError("env.id", "give exactly one of env.id and env.factory",
                               "set env.id to a registered name or gymnasium id, or env.factory to a callable")
+        if self.env.vector and self.env.id is not None and _registry_has(self.env.id):
+            raise ConfigError("env.vector", f"{self.env.id!r} is an srl_lab env group, already batched",
+                              "leave env.vector False for it")
         from srl_lab.envs.factory import check_env_and_policy
 
         check_env_and_policy(self)
@@ -246,3 +255,9 @@ def _jsonable(value: Any) -> Any:
     if callable(value):
         return f"<callable {getattr(value, '__qualname__', type(value).__name__)}>"
     return value
+
+
+def _registry_has(name: str) -> bool:
+    from srl_lab.envs import registry
+
+    return registry.is_registered(name)

@@ -9,6 +9,7 @@ with A, R from GAE over the behaviour values (advantages standardised over the b
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -30,11 +31,13 @@ class A2C(Algorithm):
                                   batch["trunc_values"], batch["last_value"], cfg.gamma, cfg.gae_lambda)
         obs = obs_to_tensor(tree_map(flatten_time_batch, batch["obs"]), dev)
         actions = torch.as_tensor(flatten_time_batch(batch["actions"]), device=dev)
-        adv = torch.as_tensor(advantages.reshape(-1), device=dev)
+        rows = torch.as_tensor(batch["valid"].reshape(-1) if "valid" in batch else np.ones(len(actions), bool),
+                               device=dev)  # rows the env ignored (a delayed reset) are not trained on
+        adv = torch.as_tensor(advantages.reshape(-1), device=dev)[rows]
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        ret = torch.as_tensor(returns.reshape(-1), device=dev)
+        ret = torch.as_tensor(returns.reshape(-1), device=dev)[rows]
 
-        logp, entropy, value = self.policy.evaluate(obs, actions)
+        logp, entropy, value = self.policy.evaluate(tree_map(lambda x: x[rows], obs), actions[rows])
         policy_loss = -(logp * adv).mean()
         value_loss = 0.5 * (value - ret).pow(2).mean()
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy.mean()

@@ -67,7 +67,8 @@ class PPO(Algorithm):
         obs = obs_to_tensor(batch["obs"], dev)  # leaves [T, B, ...]
         if cfg.norm_obs:
             self.policy.obs_normalizer.update(obs)
-        ended = batch["terminated"] | batch["truncated"]
+        valid = batch.get("valid")  # False where the env ignored the action (a delayed reset): never trained on
+        ended = batch["terminated"] | batch["truncated"] | (False if valid is None else ~valid)
         # first[t]: obs[t] starts an episode (the stored state of step 0 already accounts for it)
         first = torch.as_tensor(np.concatenate([np.zeros((1, B), bool), ended[:-1]]), device=dev)
         actions = torch.as_tensor(batch["actions"], device=dev)
@@ -104,13 +105,15 @@ class PPO(Algorithm):
                 (("old_logp", ratio_base), ("adv", advantages), ("ret", targets), ("old_v", old_values))}
         newest = int(batch["versions"].max()) if version is None else version
         staleness = torch.as_tensor((newest - batch["versions"]).reshape(n), device=dev)
+        happened = (torch.ones(n, dtype=torch.bool, device=dev) if valid is None
+                    else torch.as_tensor(valid.reshape(n), device=dev))
 
         stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
                                                          "clip_frac")}
         samples_used = 0
         for epoch in range(cfg.epochs):
-            active = (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
-                      else torch.ones_like(staleness, dtype=torch.bool))
+            active = happened & (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
+                                 else True)
             samples_used += int(active.sum())
             minibatches = (self._chunk_minibatches(obs, actions, states, first, active) if self.recurrent
                            else self._row_minibatches(obs, actions, active))
@@ -141,7 +144,7 @@ class PPO(Algorithm):
                     stats["approx_kl"].append(_mean((ratio - 1) - log_ratio, weight).item())
                     stats["clip_frac"].append(_mean(((ratio - 1).abs() > cfg.clip_coef).float(), weight).item())
         result = {k: float(np.mean(v)) for k, v in stats.items() if v}  # empty when every sample was too stale
-        result["sample_reuse"] = samples_used / n
+        result["sample_reuse"] = samples_used / max(1, int(happened.sum()))
         if self.value_normalizer is not None:
             result["value_mean"], result["value_std"] = self.value_normalizer.mean_std()
         return result

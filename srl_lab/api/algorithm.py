@@ -7,7 +7,9 @@ in the batch) with the keys listed below. ``train`` does one update and returns 
 Batch keys: ``obs`` (array or dict), ``actions``, ``logp`` (behaviour log-prob), ``values``
 (behaviour value), ``rewards``, ``terminated``, ``truncated``, ``trunc_values`` (value of the final
 observation where an episode was truncated), ``last_value`` [B] (value after the last step),
-``versions`` [T, B] (policy version that chose each action).
+``versions`` [T, B] (policy version that chose each action); optional ``valid`` (bool [T, B],
+present when some env ignored an action, e.g. a vector env's delayed reset): rows where it is False
+must not be trained on.
 
 Writing a new algorithm (``srl_lab/algorithms/a2c.py`` is a complete one in under 60 lines):
 

@@ -36,6 +36,10 @@ class StepResult:
     final_obs: Obs | None = None  # last obs of ended episodes (same layout as obs), or None
     episodes: list[dict[str, float]] = field(default_factory=list)  # stats of episodes that ended
     env_errors: int = 0  # environments that raised and were reset this step
+    # bool [num_envs, num_agents]: False for rows whose step did not happen (the env ignored the action
+    # and gave reward 0: a vector env's delayed reset, an agent absent this step); None: every row.
+    # Invalid rows are never trained on.
+    valid: np.ndarray | None = None
 
 
 @runtime_checkable

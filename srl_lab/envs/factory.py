@@ -25,6 +25,12 @@ def _registry():
 def make_env_group(config: "ExperimentConfig", num_envs: int, seed: int | None = None) -> EnvGroup:
     """A batch of ``num_envs`` envs: a registered srl_lab env, a gymnasium id, or a factory."""
     env = config.env
+    if env.vector:
+        from srl_lab.envs.vector_group import VectorEnvGroup
+
+        vector_env = (env.factory(num_envs=num_envs, **env.kwargs) if env.factory is not None else
+                      gym.make_vec(env.id, num_envs=num_envs, vectorization_mode="vector_entry_point", **env.kwargs))
+        return VectorEnvGroup(vector_env, seed)
     if env.factory is not None:
         return GymEnvGroup(functools.partial(env.factory, **env.kwargs), num_envs, seed)
     registry = _registry()

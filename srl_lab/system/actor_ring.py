@@ -99,8 +99,9 @@ class ActorRing:
         b.add_policy_step(group.obs, reply.actions[:n], reply.logp[:n], reply.values[:n], reply.version,
                           group.state)
         result = group.env.step(reply.actions[:n].reshape(group.env.num_envs, n_agents, *reply.actions.shape[1:]))
+        valid = None if result.valid is None else result.valid.reshape(n)
         b.add_env_step(result.reward.reshape(n), np.repeat(result.terminated, n_agents),
-                       np.repeat(result.truncated, n_agents))
+                       np.repeat(result.truncated, n_agents), valid)
         b.episodes.extend(result.episodes)
         b.env_errors += result.env_errors
         self.counters["env_steps"] += group.env.num_envs
@@ -111,6 +112,8 @@ class ActorRing:
         if state_after is not None:  # rows whose episode ended start the next one from zero
             group.state = state_after.copy()
             group.state[np.repeat(result.terminated | result.truncated, n_agents)] = 0.0
+            if valid is not None:  # a row whose step was a delayed reset starts its episode now
+                group.state[~valid] = 0.0
         request, request_state = group.obs, group.state
         if truncated.any():  # ask for V(final obs) in the same message, as extra rows
             rows = np.flatnonzero(truncated)

@@ -19,6 +19,8 @@ from srl_lab.api.tree import tree_concat, tree_first_leaf, tree_map, tree_stack
 FRAGMENT_KEYS = ("obs", "actions", "logp", "values", "rewards", "terminated", "truncated",
                  "trunc_values", "versions", "last_value")
 STATE_KEY = "states"  # recurrent policies only
+VALID_KEY = "valid"  # bool [T, B]: False where the env ignored the action (never trained on); absent: all valid
+OPTIONAL_KEYS = (STATE_KEY, VALID_KEY)
 
 
 class FragmentBuilder:
@@ -42,6 +44,7 @@ class FragmentBuilder:
         self.terminated: list[np.ndarray] = []
         self.truncated: list[np.ndarray] = []
         self.trunc_values = np.zeros((length, rows), dtype=np.float32)
+        self.valid: np.ndarray | None = None  # allocated at the first invalid row
         self.episodes: list[dict[str, float]] = []
         self.env_errors = 0
 
@@ -64,7 +67,13 @@ class FragmentBuilder:
         self.values.append(values)
         self.versions.append(version)
 
-    def add_env_step(self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> None:
+    def add_env_step(self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                     valid: np.ndarray | None = None) -> None:
+        """One env step; ``valid`` (bool rows) marks the rows whose step really happened."""
+        if valid is not None and not valid.all():
+            if self.valid is None:
+                self.valid = np.ones((self.length, self.rows), dtype=bool)
+            self.valid[self.steps] = valid
         self.rewards.append(rewards)
         self.terminated.append(terminated)
         self.truncated.append(truncated)
@@ -84,6 +93,8 @@ class FragmentBuilder:
         }
         if self.states:
             out[STATE_KEY] = np.stack(self.states).astype(np.float32, copy=False)
+        if self.valid is not None:
+            out[VALID_KEY] = self.valid
         if self.keep is not None:  # rows are axis 1 of every [T, B, ...] array, axis 0 of last_value
             keep = self.keep
             for key, value in out.items():
@@ -96,8 +107,8 @@ class FragmentBuilder:
 
 def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
     """Why a decoded fragment is unusable, or None if it is well formed."""
-    if set(arrays) - {STATE_KEY} != set(FRAGMENT_KEYS):
-        return f"keys {sorted(arrays)} differ from {sorted(FRAGMENT_KEYS)} (+ optional {STATE_KEY!r})"
+    if set(arrays) - set(OPTIONAL_KEYS) != set(FRAGMENT_KEYS):
+        return f"keys {sorted(arrays)} differ from {sorted(FRAGMENT_KEYS)} (+ optional {OPTIONAL_KEYS})"
     if any(isinstance(v, dict) for k, v in arrays.items() if k != "obs"):
         return "only obs may be a dict of arrays"
     rows = arrays["last_value"].shape
@@ -107,7 +118,9 @@ def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
     for key in ("logp", "values", "rewards", "terminated", "truncated", "trunc_values"):
         if arrays[key].shape != expect:
             return f"{key} has shape {arrays[key].shape}, expected {expect}"
-    for key in ("terminated", "truncated"):
+    if VALID_KEY in arrays and arrays[VALID_KEY].shape != expect:
+        return f"valid has shape {arrays[VALID_KEY].shape}, expected {expect}"
+    for key in ("terminated", "truncated", *((VALID_KEY,) if VALID_KEY in arrays else ())):
         if arrays[key].dtype != np.bool_:
             return f"{key} must be boolean"
     if arrays["versions"].shape != (length,):
@@ -132,12 +145,16 @@ def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
 def batch_fragments(fragments: list[dict[str, Any]]) -> dict[str, Any]:
     """Concatenate fragments along the row axis: ``[T, B1+B2+...]`` (``last_value`` along rows).
 
-    ``states`` is kept when every fragment has it (PPO refuses a recurrent batch without it)."""
+    ``states`` is kept when every fragment has it (PPO refuses a recurrent batch without it); ``valid``
+    when any fragment has it (the others' rows all valid)."""
     keys = [k for k in FRAGMENT_KEYS if k not in ("versions", "last_value")]
     if all(STATE_KEY in f for f in fragments):
         keys.append(STATE_KEY)
     batch = {k: tree_concat([f[k] for f in fragments], axis=1) for k in keys}
     batch["last_value"] = np.concatenate([f["last_value"] for f in fragments])
+    if any(VALID_KEY in f for f in fragments):
+        batch[VALID_KEY] = np.concatenate([f.get(VALID_KEY, np.ones(f["rewards"].shape, bool)) for f in fragments],
+                                          axis=1)
     batch["versions"] = np.concatenate(
         [np.repeat(f["versions"][:, None], f["last_value"].shape[0], axis=1) for f in fragments], axis=1)
     return batch
