@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import gymnasium as gym
 import numpy as np
@@ -129,15 +131,28 @@ def _actions(identity: bytes, group: int, key: bytes, logp_shape: tuple[int, ...
     return [identity, *codec.encode("actions", {"group": group, "version": 0}, arrays, key=key)]
 
 
-def test_remote_inference_counts_refused_replies_by_reason():
-    """The actor's side: malformed, unsigned and late replies are refused, counted, and never stop it."""
+@contextmanager
+def fake_server(name: str, client_of) -> Iterator[tuple]:
+    """A ROUTER socket standing in for a service, and ``client_of(ctx, endpoint, key)`` talking to it."""
     ctx = zmq.Context()
     key = codec.new_secret()
-    server, endpoint = bind(ctx, zmq.ROUTER, "fake-policy-worker")
+    server, endpoint = bind(ctx, zmq.ROUTER, name)
     server.setsockopt(zmq.RCVTIMEO, 5000)
-    inference = RemoteInference(ctx, FixedEndpoint(endpoint), key)
-    rows = np.zeros((2, 4), np.float32)
+    client = client_of(ctx, endpoint, key)
     try:
+        yield server, client, key
+    finally:
+        client.close()
+        server.close(linger=0)
+        ctx.term()
+
+
+def test_remote_inference_counts_refused_replies_by_reason():
+    """The actor's side: malformed, unsigned and late replies are refused, counted, and never stop it."""
+    rows = np.zeros((2, 4), np.float32)
+    with fake_server("fake-policy-worker",
+                     lambda ctx, endpoint, key: RemoteInference(ctx, FixedEndpoint(endpoint), key)) as (
+            server, inference, key):
         inference.post(0, rows)
         identity = server.recv_multipart()[0]
         for reply in (_actions(identity, 0, key, logp_shape=(2, 1)), _actions(identity, 0, OTHER_KEY),
@@ -152,20 +167,13 @@ def test_remote_inference_counts_refused_replies_by_reason():
             "rejected": 3, "unauthenticated": 1, "malformed": 1,
             "refused": {"inference reply: logp and values must be 1-D, with one entry per action row": 1,
                         "unauthenticated": 1, "late reply": 1}}
-    finally:
-        inference.close()
-        server.close(linger=0)
-        ctx.term()
 
 
 def test_parameter_client_counts_refused_replies_by_reason():
-    ctx = zmq.Context()
-    key = codec.new_secret()
-    server, endpoint = bind(ctx, zmq.ROUTER, "fake-parameter-service")
-    server.setsockopt(zmq.RCVTIMEO, 5000)
-    client = ParameterClient(ctx, endpoint, key, poll_s=0.0)
     weights = {"w": np.ones(3, np.float32)}
-    try:
+    with fake_server("fake-parameter-service",
+                     lambda ctx, endpoint, key: ParameterClient(ctx, endpoint, key, poll_s=0.0)) as (
+            server, client, key):
         assert client.poll() is None  # the request goes out
         identity = server.recv_multipart()[0]
         for meta, arrays in (({"version": 1}, {"w": {"nested": weights["w"]}}), ({"version": "1"}, weights),
@@ -178,10 +186,6 @@ def test_parameter_client_counts_refused_replies_by_reason():
         assert client.refusals.report()["refused"] == {
             "parameter reply: weights must be a flat, non-empty map of arrays": 1,
             "parameter reply: version must be an integer, origin an integer or nil": 1}
-    finally:
-        client.close()
-        server.close(linger=0)
-        ctx.term()
 
 
 def test_parameter_service_counts_refused_requests_and_served_replies():

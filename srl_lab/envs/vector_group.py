@@ -66,7 +66,8 @@ class VectorEnvGroup:
             actions = actions.astype(np.int64, copy=False)
         obs, reward, terminated, truncated, info = self.env.step(actions)
         reward = np.asarray(reward, dtype=np.float32)
-        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool) & ~np.asarray(terminated, bool)
+        terminated = np.asarray(terminated, bool)
+        truncated = np.asarray(truncated, bool) & ~terminated
         valid = ~self._resetting
         reward = np.where(valid, reward, 0.0).astype(np.float32)
         self._returns += reward
