@@ -181,7 +181,7 @@ def measure_actors(config, seconds: float, keep_fragments: int) -> dict[str, Any
 
     def ring_rate(inference) -> float:
         envs = [make_env_group(config, acfg.envs_per_group, seed=g) for g in range(acfg.ring_size)]
-        ring = ActorRing(envs, acfg.fragment_length, inference, emit)
+        ring = ActorRing.single(envs, acfg.fragment_length, inference, emit)
         for _ in range(acfg.fragment_length + 2):  # warm-up: every code path, first fragments
             ring.step(lambda: False)
         before = ring.counters["env_steps"]

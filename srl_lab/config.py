@@ -111,6 +111,23 @@ class PolicyConfig:
 
 
 @dataclass
+class PolicySpec:
+    """One of several policies (``ExperimentConfig.policies``): its network, algorithm, trainers and device.
+
+    Unset fields take the experiment's: ``ppo`` its ``ppo``, ``batch_steps`` its ``trainer.batch_steps``,
+    ``algorithm`` its ``algorithm``.
+    """
+
+    factory: Callable[..., Any] | None = None  # factory(observation_space, action_space) -> Policy
+    hidden: tuple[int, ...] = (64, 64)  # the MLP's layers when there is no factory
+    ppo: PPOConfig | None = None
+    algorithm: Callable[..., Any] | None = None
+    trainers: int = 1
+    device: str = "cpu"
+    batch_steps: int | None = None
+
+
+@dataclass
 class ExperimentConfig:
     name: str = "cartpole"
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -123,6 +140,11 @@ class ExperimentConfig:
     run_dir: str | None = None  # defaults to runs/<name>-<timestamp>
     metrics_interval_s: float = 1.0
     algorithm: Callable[..., Any] | None = None  # algorithm(policy, ppo_config, device) -> Algorithm; None: PPO
+    # Several policies, each with its own trainers and parameter stream (empty: one policy, the
+    # ``policy`` / ``ppo`` / ``trainer`` sections above), and which plays each agent: a dict or a
+    # callable from agent id (PettingZoo's names) to policy name.
+    policies: dict[str, PolicySpec] = field(default_factory=dict)
+    policy_mapping: dict[str, str] | Callable[[str], str] | None = None
 
     def validate(self) -> "ExperimentConfig":
         """Raise ``ConfigError`` naming the first invalid field; returns self for chaining."""
@@ -136,6 +158,9 @@ class ExperimentConfig:
             raise ConfigError("policy.mapping", f"unknown mapping {self.policy.mapping!r}",
                               "use 'shared' (one network for all agents) or 'per_team' (one per team)")
         _check_ppo(self.ppo, self.actors.fragment_length)
+        from srl_lab.policies import check_policies
+
+        check_policies(self)
         if self.trainer.max_version_lag < 0:
             raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
                               "use 0 for strictly on-policy samples or a small positive lag")
@@ -185,6 +210,9 @@ class ExperimentConfig:
                 raise ConfigError(key, "unknown config section", f"use one of {sorted(sections)}")
             sub = {"env": EnvConfig, "actors": ActorConfig, "inference": InferenceConfig,
                    "trainer": TrainerConfig, "ppo": PPOConfig, "policy": PolicyConfig}.get(key)
+            if key == "policies":
+                kwargs[key] = {name: _policy_spec(spec) for name, spec in value.items()}
+                continue
             if sub is None:
                 kwargs[key] = None if _is_callable_marker(value) else value
                 continue
@@ -229,6 +257,12 @@ def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
                           f"{fragment_length}: fragments are cut into whole chunks",
                           f"use a divisor of {fragment_length}, e.g. "
                           f"{max(d for d in range(1, ppo.chunk_length + 1) if fragment_length % d == 0)}, or 0")
+
+
+def _policy_spec(d: dict[str, Any]) -> PolicySpec:
+    d = {k: (None if _is_callable_marker(v) else v) for k, v in d.items()}
+    ppo = PPOConfig(**d.pop("ppo")) if d.get("ppo") else None
+    return PolicySpec(**{**d, "hidden": tuple(d.get("hidden", (64, 64))), "ppo": ppo})
 
 
 def _is_callable_marker(value: Any) -> bool:

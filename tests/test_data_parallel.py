@@ -14,7 +14,8 @@ from srl_lab.config import ActorConfig, ConfigError, ExperimentConfig, Inference
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
 from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken, collective
-from srl_lab.system.sample_stream import sample_service, trainer_of_actor
+from srl_lab.policies import service
+from srl_lab.system.sample_stream import trainer_of_actor
 from runs import solving_ppo, wait_for
 
 SOLVED = 475.0
@@ -22,7 +23,7 @@ SOLVED = 475.0
 
 def test_actors_are_split_evenly_over_the_trainers():
     assert [trainer_of_actor(a, 2) for a in range(4)] == [0, 1, 0, 1]
-    assert [sample_service(r) for r in range(3)] == ["samples", "samples-1", "samples-2"]
+    assert [service("samples", "default", r) for r in range(3)] == ["samples", "samples-1", "samples-2"]
 
 
 def test_trainer_count_must_be_positive():

@@ -223,7 +223,7 @@ def test_actors_send_only_the_rows_the_policy_plays():
         fragments.append(builder.arrays(last_value))
         return True
 
-    ring = ActorRing(envs, 16, InlineInference(policy, FixedParams(policy.weights()), lambda: False), emit)
+    ring = ActorRing.single(envs, 16, InlineInference(policy, FixedParams(policy.weights()), lambda: False), emit)
     while len(fragments) < 2:
         assert ring.step(lambda: False)
     ring.close()

@@ -51,7 +51,7 @@ def collect(policy, inference, fragments: int) -> list[dict]:
         out.append(arrays)
         return True
 
-    ring = ActorRing(envs, LENGTH, inference, emit)
+    ring = ActorRing.single(envs, LENGTH, inference, emit)
     deadline = time.monotonic() + 60
     while len(out) < fragments and time.monotonic() < deadline:
         assert ring.step(lambda: False)
@@ -144,7 +144,7 @@ def test_truncated_rows_are_valued_with_the_state_before_the_reset(lstm):
             seen.setdefault("requests", []).append((obs.copy(), None if state is None else state.copy()))
             super().post(group, obs, state)
 
-    ring = ActorRing(envs, 4, Recording(lstm, FixedParams(lstm.weights()), lambda: False), lambda b, v: True)
+    ring = ActorRing.single(envs, 4, Recording(lstm, FixedParams(lstm.weights()), lambda: False), lambda b, v: True)
     for _ in range(3):
         ring.step(lambda: False)
     obs, state = seen["requests"][-1]  # after step 3: 2 rows of new episodes + 2 rows of final observations

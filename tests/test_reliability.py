@@ -328,15 +328,15 @@ def test_books_count_fragments_lost_with_killed_workers():
 def test_supervisor_counts_restarts_and_reports_silence_once_per_timeout():
     sup = Supervisor(timeout_s=10)
     beat = {"srl_worker": "actor-0", "role": "actor", "inc": 1, "phase": "running", "pid": 1,
-            "dask_worker": "tcp://a", "fragments_produced": 5}
+            "dask_worker": "tcp://a", "fragments_produced": 5, "fragments_by_policy": {"default": 5}}
     sup.on_heartbeat(beat, now=100.0)
     assert sup.silent(["actor-0"], now=105.0) == []
     assert [i.inc for i in sup.silent(["actor-0"], now=111.0)] == [1]
     sup.handled("actor-0", now=111.0)
     assert sup.silent(["actor-0"], now=115.0) == []
-    sup.on_heartbeat({**beat, "inc": 2, "phase": "starting", "fragments_produced": 0}, now=120.0)
+    sup.on_heartbeat({**beat, "inc": 2, "phase": "starting", "fragments_by_policy": {}}, now=120.0)
     assert sup.silent(["actor-0"], now=135.0) == []  # starting: a longer grace
-    sup.on_heartbeat({**beat, "inc": 2, "fragments_produced": 0}, now=121.0)
+    sup.on_heartbeat({**beat, "inc": 2, "fragments_by_policy": {}}, now=121.0)
     assert sup.restarts("actor-0") == 1 and sup.faults[-1]["recovery_s"] == 21.0
     assert sup.produced_by_dead_actors({"0:2"}) == {"0:1": 5}
     sup.on_heartbeat({**beat, "inc": 2, "phase": "busy", "busy_s": 50.0}, now=200.0)

@@ -40,6 +40,11 @@ class StepResult:
     # and gave reward 0: a vector env's delayed reset, an agent absent this step); None: every row.
     # Invalid rows are never trained on.
     valid: np.ndarray | None = None
+    # bool [num_envs, num_agents]: rows whose agent's episode ended in this step on its own (it left
+    # before its env's episode ended); None: none. Such a row's later steps are invalid until the env
+    # resets. ``agent_truncated`` rows are bootstrapped from ``final_obs`` like truncated envs.
+    agent_terminated: np.ndarray | None = None
+    agent_truncated: np.ndarray | None = None
 
 
 @runtime_checkable

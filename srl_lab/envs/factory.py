@@ -11,9 +11,11 @@ import gymnasium as gym
 from srl_lab.api.env import EnvExtras, EnvGroup, extras
 from srl_lab.api.policy import Policy, spaces_compatible
 from srl_lab.envs.gym_group import GymEnvGroup
+from srl_lab.policies import DEFAULT, for_policy, policy_ids
 
 if TYPE_CHECKING:
     from srl_lab.config import ExperimentConfig
+    from srl_lab.system.policy_views import EnvSplit
 
 
 def _registry():
@@ -32,12 +34,38 @@ def make_env_group(config: "ExperimentConfig", num_envs: int, seed: int | None =
                       gym.make_vec(env.id, num_envs=num_envs, vectorization_mode="vector_entry_point", **env.kwargs))
         return VectorEnvGroup(vector_env, seed)
     if env.factory is not None:
-        return GymEnvGroup(functools.partial(env.factory, **env.kwargs), num_envs, seed)
+        make = functools.partial(env.factory, **env.kwargs)
+        first = make()
+        if _is_pettingzoo(first):
+            from srl_lab.envs.pettingzoo_group import PettingZooGroup
+
+            return PettingZooGroup(make, num_envs, seed, first=first)
+        first.close()
+        return GymEnvGroup(make, num_envs, seed)
     registry = _registry()
     if registry.is_registered(env.id):
         return registry.make(env.id, num_envs, seed=seed, **env.kwargs)
     make = functools.partial(gym.make, env.id, disable_env_checker=True, **env.kwargs)
     return GymEnvGroup(make, num_envs, seed)
+
+
+def _is_pettingzoo(env: object) -> bool:
+    """A PettingZoo env (parallel or AEC) comes in keyed by agent (``envs.pettingzoo_group``)."""
+    from srl_lab.envs.pettingzoo_group import is_pettingzoo
+
+    return is_pettingzoo(env)
+
+
+def make_split(config: "ExperimentConfig", num_envs: int, seed: int | None = None) -> "EnvSplit":
+    """An env group of ``config`` split into one view per policy (``system.policy_views``)."""
+    from srl_lab.system.policy_views import split
+
+    group = make_env_group(config, num_envs, seed)
+    try:
+        return split(config, group)
+    except Exception:
+        group.close()
+        raise
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,17 +79,17 @@ class EnvProbe:
 
 
 def describe(group: EnvGroup) -> EnvProbe:
-    """The spaces and optional attributes of an env group at hand."""
+    """The spaces and optional attributes of an env group (or one policy's view of one) at hand."""
     return EnvProbe(group.observation_space, group.action_space, extras(group), type(group).__name__)
 
 
-def probe_env(config: "ExperimentConfig") -> EnvProbe:
-    """Build one env of ``config`` only to ``describe`` it, then close it: one probe per caller."""
-    group = make_env_group(config, 1)
+def probe_env(config: "ExperimentConfig", policy: str = DEFAULT) -> EnvProbe:
+    """Build one env of ``config`` only to ``describe`` ``policy``'s rows, then close it."""
+    env = make_split(config, 1)
     try:
-        return describe(group)
+        return describe(env.views[policy])
     finally:
-        group.close()
+        env.close()
 
 
 def make_policy(config: "ExperimentConfig", observation_space: gym.Space, action_space: gym.Space,
@@ -107,18 +135,36 @@ def check_env_and_policy(config: "ExperimentConfig") -> None:
         raise ConfigError("env", f"building the environment failed: {exc!r}",
                           "check env.id / env.factory and env.kwargs") from exc
     try:
-        policy = make_policy(config, group.observation_space, group.action_space, describe(group))
-    except Exception as exc:
-        raise ConfigError("policy", f"building the policy failed: {exc!r}",
-                          "check policy.factory / policy.hidden") from exc
-    finally:
+        from srl_lab.system.policy_views import split
+
+        env = split(config, group)
+    except Exception:
         group.close()
+        raise
+    try:
+        for name in policy_ids(config):
+            _check_policy(for_policy(config, name), env.views[name],
+                          "" if name == DEFAULT else f"policies[{name!r}].")
+    finally:
+        env.close()
+
+
+def _check_policy(config: "ExperimentConfig", view: EnvGroup, prefix: str) -> None:
+    """Build one policy for its rows of the env; ``prefix`` names it in errors (several policies)."""
+    from srl_lab.config import ConfigError
+
+    try:
+        policy = make_policy(config, view.observation_space, view.action_space, describe(view))
+    except Exception as exc:
+        raise ConfigError(prefix + "policy" if not prefix else prefix + "factory",
+                          f"building the policy failed: {exc!r}", "check the policy's factory / hidden") from exc
     if config.ppo.norm_obs and config.algorithm is None and not hasattr(policy, "obs_normalizer"):
-        raise ConfigError("ppo.norm_obs", f"{type(policy).__name__} has no obs_normalizer to normalise observations",
-                          "build the network on srl_lab.models.actor_critic.ActorCriticPolicy, or set norm_obs=False")
+        raise ConfigError(prefix + "ppo.norm_obs", f"{type(policy).__name__} has no obs_normalizer to normalise "
+                          "observations", "build the network on srl_lab.models.actor_critic.ActorCriticPolicy, "
+                          "or set norm_obs=False")
     for what in ("observation_space", "action_space"):
-        expected, actual = getattr(policy, what), getattr(group, what)
+        expected, actual = getattr(policy, what), getattr(view, what)
         if not spaces_compatible(expected, actual):
-            raise ConfigError(f"policy.{what}",
+            raise ConfigError(prefix + f"policy.{what}",
                               f"the policy expects {expected} but the environment gives {actual}",
-                              "build the policy from the spaces policy.factory receives")
+                              "build the policy from the spaces the factory receives")

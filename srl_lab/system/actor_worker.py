@@ -14,13 +14,15 @@ import numpy as np
 import zmq
 
 from srl_lab.config import ExperimentConfig
-from srl_lab.envs.factory import describe, make_env_group, make_policy
+from srl_lab.envs.factory import describe, make_policy, make_split
+from srl_lab.policies import for_policy, policy_ids, service
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.parameters import ParameterClient
-from srl_lab.system.sample_stream import SampleSender, sample_service, trainer_of_actor
+from srl_lab.system.sample_stream import SampleSender, trainer_of_actor
+from srl_lab.system.streams import refusal_report
 from srl_lab.system.worker_task import run_worker_task
 
 FLUSH_LINGER_MS = 10_000  # on exit, queued fragments get this long to reach the trainer
@@ -35,35 +37,36 @@ def actor_worker(run_id: str, config: ExperimentConfig, index: int, secret: byte
     return run_worker_task(run_id, "actor", f"actor-{index}", secret,
                            lambda ctx, zctx: _run(ctx, zctx, config, index),
                            idle={"actor": index, "env_steps": 0, "episodes": 0, "env_errors": 0,
-                                 "fragments_produced": 0, "reconnects": 0})
+                                 "fragments_produced": 0, "fragments_by_policy": {},
+                                 "reconnects": 0})
 
 
 def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index: int) -> dict[str, Any]:
     acfg = config.actors
-    envs = [make_env_group(config, acfg.envs_per_group, seed=env_seed(config, index, g))
-            for g in range(acfg.ring_size)]
-    trainer = trainer_of_actor(index, config.trainer.trainers)
-    samples = SampleSender(zctx, ctx.watch(sample_service(trainer)), ctx.secret, index, ctx.incarnation,
-                           hwm=acfg.ring_size)
-    if config.inference.mode == "inline":
-        policy = make_policy(config, envs[0].observation_space, envs[0].action_space, describe(envs[0]))
-        params = ParameterClient(zctx, ctx.watch("params"), ctx.secret, config.inference.weight_poll_s)
-        inference: InlineInference | RemoteInference = InlineInference(policy, params, ctx.should_stop)
-    else:
-        target = index % config.inference.policy_workers
-        inference = RemoteInference(zctx, ctx.watch(f"policy-{target}"), ctx.secret)
+    envs = [make_split(config, acfg.envs_per_group, seed=env_seed(config, index, g)) for g in range(acfg.ring_size)]
+    policies = policy_ids(config)
+    samples = {name: SampleSender(zctx, ctx.watch(service("samples", name, trainer_of_actor(
+        index, for_policy(config, name).trainer.trainers))), ctx.secret, index, ctx.incarnation, hwm=acfg.ring_size)
+        for name in policies}
+    inference = {name: _inference(ctx, zctx, config, name, envs[0].views[name], index) for name in policies}
 
-    def send_fragment(builder: FragmentBuilder, last_value: np.ndarray) -> bool:
+    def send_fragment(policy: str, builder: FragmentBuilder, last_value: np.ndarray) -> bool:
         meta = {"episodes": builder.episodes, "env_errors": builder.env_errors}
-        sent = samples.send(meta, builder.arrays(last_value), ctx.should_stop)
-        ctx.progress["fragments_produced"] = samples.produced
+        sent = samples[policy].send(meta, builder.arrays(last_value), ctx.should_stop)
+        ctx.progress.update(produced())
         return sent
+
+    def produced() -> dict[str, Any]:
+        """Fragments produced: in total, and per policy (each policy's trainer keeps its own books)."""
+        by_policy = {name: sender.produced for name, sender in samples.items()}
+        return {"fragments_produced": sum(by_policy.values()), "fragments_by_policy": by_policy}
 
     ring = ActorRing(envs, acfg.fragment_length, inference, send_fragment)
 
     def stream_counts() -> dict[str, Any]:
-        """Replies refused (from the policy worker or parameter service) and peers followed."""
-        return {**inference.refusals.report(), "reconnects": samples.reconnects + inference.reconnects}
+        """Replies refused (from policy workers or parameter services) and peers followed."""
+        reconnects = sum(s.reconnects for s in samples.values()) + sum(i.reconnects for i in inference.values())
+        return {**refusal_report(*(i.refusals for i in inference.values())), "reconnects": reconnects}
 
     ctx.running()
     last_log, steps_at_log = time.monotonic(), 0
@@ -75,15 +78,27 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
         now = time.monotonic()
         if now - last_log >= config.metrics_interval_s:
             steps = ring.counters["env_steps"]
-            ctx.log(**ring.counters, fragments_produced=samples.produced,
+            ctx.log(**ring.counters, **produced(),
                     env_steps_per_s=(steps - steps_at_log) / (now - last_log),
-                    policy_version=ring.policy_version, inference_latency_ms=1000 * inference.latency_s,
+                    policy_version=ring.policy_version, inference_latency_ms=1000 * max(i.latency_s for i in inference.values()),
                     **stream_counts())
             last_log, steps_at_log = now, steps
 
-    samples.close(linger_ms=FLUSH_LINGER_MS)  # deliver what is queued before reporting final counts
+    for sender in samples.values():  # deliver what is queued before reporting final counts
+        sender.close(linger_ms=FLUSH_LINGER_MS)
     ring.close()
-    ctx.log(**ring.counters, fragments_produced=samples.produced, env_steps_per_s=0.0, state="stopped",
+    ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, state="stopped",
             **stream_counts())
     return {"worker": ctx.worker_id, "actor": index, "inc": ctx.incarnation, **ring.counters,
-            "fragments_produced": samples.produced, **stream_counts()}
+            **produced(), **stream_counts()}
+
+
+def _inference(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, name: str, view: Any,
+               index: int) -> InlineInference | RemoteInference:
+    """Policy ``name``'s inference for this actor: its own copy (inline) or its policy worker (remote)."""
+    if config.inference.mode == "inline":
+        policy = make_policy(for_policy(config, name), view.observation_space, view.action_space, describe(view))
+        params = ParameterClient(zctx, ctx.watch(service("params", name)), ctx.secret, config.inference.weight_poll_s)
+        return InlineInference(policy, params, ctx.should_stop)
+    target = index % config.inference.policy_workers
+    return RemoteInference(zctx, ctx.watch(service("policy", name, target)), ctx.secret)

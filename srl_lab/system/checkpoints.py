@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from srl_lab.policies import DEFAULT
+
 NAME = re.compile(r"version-(\d+)\.pt$")
 
 
-def folder(run_dir: str) -> str:
-    return os.path.join(run_dir, "checkpoints")
+def folder(run_dir: str, policy: str = DEFAULT) -> str:
+    """A policy's checkpoints (a single-policy run's are ``run_dir/checkpoints``)."""
+    return os.path.join(run_dir, "checkpoints" if policy == DEFAULT else f"checkpoints@{policy}")
 
 
 def paths(directory: str) -> list[str]:

@@ -62,16 +62,17 @@ def expected_fragments_name(run_id: str) -> str:
 
 def publish_placeholders(client, run_id: str, config) -> None:
     """Empty control-plane entries for a new run, so readers poll for their peers instead of timing out."""
+    from srl_lab.policies import policy_ids, policy_worker_slots, service, trainer_slots
     from srl_lab.system.data_parallel import rendezvous_name
-    from srl_lab.system.sample_stream import sample_service
 
     Variable(expected_fragments_name(run_id), client=client).set({})
-    services = ["params", *(sample_service(rank) for rank in range(config.trainer.trainers))]
-    if config.inference.mode == "remote":
-        services += [f"policy-{i}" for i in range(config.inference.policy_workers)]
-    for service in services:
-        Variable(endpoint_name(run_id, service), client=client).set(None)
-    Variable(rendezvous_name(run_id), client=client).set(None)
+    services = [service("params", policy) for policy in policy_ids(config)]
+    services += [service("samples", policy, rank) for policy, rank in trainer_slots(config)]
+    services += [service("policy", policy, index) for policy, index in policy_worker_slots(config)]
+    for name in services:
+        Variable(endpoint_name(run_id, name), client=client).set(None)
+    for policy in policy_ids(config):
+        Variable(rendezvous_name(run_id, policy), client=client).set(None)
 
 
 def new_incarnation() -> int:

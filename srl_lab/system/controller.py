@@ -32,6 +32,7 @@ from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
 from srl_lab.system import codec, run_directory, shutdown
+from srl_lab.policies import for_policy, is_multi_policy, policy_worker_slots, trainer_slots
 from srl_lab.system.actor_worker import actor_worker
 from srl_lab.system.control import (
     flag_name, heartbeat_topic, metrics_topic, publish_placeholders, request_checkpoint,
@@ -98,13 +99,13 @@ class Run:
         self.result: dict[str, Any] | None = None
         self.started = time.time()
         publish_placeholders(self.client, self.run_id, config)
-        for rank in range(config.trainer.trainers):
-            self.workers.submit(WorkerId("trainer", rank), TaskSpec(
-                trainer_worker, (config, self.run_dir, rank), gpu=config.trainer.device.startswith("cuda")))
-        if config.inference.mode == "remote":
-            for i in range(config.inference.policy_workers):
-                self.workers.submit(WorkerId("policy", i), TaskSpec(
-                    policy_worker, (config, i), gpu=config.inference.device.startswith("cuda")))
+        for index, (policy, _) in enumerate(trainer_slots(config)):
+            self.workers.submit(WorkerId("trainer", index), TaskSpec(
+                trainer_worker, (config, self.run_dir, index),
+                gpu=for_policy(config, policy).trainer.device.startswith("cuda")))
+        for index, _ in enumerate(policy_worker_slots(config)):
+            self.workers.submit(WorkerId("policy", index), TaskSpec(
+                policy_worker, (config, index), gpu=config.inference.device.startswith("cuda")))
         self.scale(actors=config.actors.workers)
         self.supervision = SupervisionLoop(self.workers, self.supervisor, on_reconnect=self._subscribe).start()
 
@@ -195,8 +196,9 @@ class Run:
         if self.result is not None:
             return self.result
         self._abort_if_failed()
-        drained = shutdown.drain(self.workers, self.finished_actors, self.supervisor)
-        trainer = drained["trainer"]
+        drained = shutdown.drain(self.workers, self.finished_actors, self.supervisor, trainer_slots(self.config))
+        by_policy = drained["trainers"]
+        trainer = next(iter(by_policy.values()))  # the only one of a single-policy run
         self.result = {
             **drained["books"],
             "env_steps": self.metrics.env_steps(),
@@ -209,7 +211,14 @@ class Run:
             "checkpoint": trainer.get("checkpoint"),
             "seconds": time.time() - self.started,
         }
+        if is_multi_policy(self.config):  # each policy's books close on their own
+            self.result["policies"] = {
+                policy: {**drained["books_by_policy"][policy], "version": result["version"],
+                         "mean_return_last_20": self.metrics.mean_return(20, f"return/{policy}"),
+                         "checkpoint": result.get("checkpoint")}
+                for policy, result in by_policy.items()}
         self.final_weights = trainer["weights"]
+        self.final_weights_by_policy = {policy: result["weights"] for policy, result in by_policy.items()}
         self.trainer_digests: list[list[tuple[int, str]]] = trainer["digests"]  # per rank: (version, digest)
         self._finish()
         return self.result

@@ -27,6 +27,7 @@ import psutil
 import torch
 import torch.distributed as dist
 
+from srl_lab.policies import DEFAULT
 from srl_lab.system.control import StopRequested, WorkerContext
 from srl_lab.system.streams import host_ip
 
@@ -56,8 +57,9 @@ def collective(rank: int, what: str, call: Callable[..., T], /, *args: Any, **kw
                                  f"({error}); stop the run and continue it with Run.resume(run_dir)") from error
 
 
-def rendezvous_name(run_id: str) -> str:
-    return f"{run_id}/trainer-rendezvous"
+def rendezvous_name(run_id: str, policy: str = DEFAULT) -> str:
+    """Where a policy's rank 0 publishes its store (each policy's trainers form their own group)."""
+    return f"{run_id}/trainer-rendezvous" + ("" if policy == DEFAULT else f"@{policy}")
 
 
 def _published_store(ctx: WorkerContext, variable: Any) -> dict[str, Any]:
@@ -95,8 +97,8 @@ class TrainerGroup:
         self.digests: list[tuple[int, str]] = []  # (version, weight digest) after every step
 
     @classmethod
-    def join(cls, ctx: WorkerContext, rank: int, world: int, timeout_s: float, cuda: bool = False
-             ) -> "TrainerGroup":
+    def join(cls, ctx: WorkerContext, rank: int, world: int, timeout_s: float, cuda: bool = False,
+             policy: str = DEFAULT) -> "TrainerGroup":
         """Rendezvous: rank 0 opens the store and publishes it, the others wait for it and join."""
         from distributed import Variable
 
@@ -106,7 +108,7 @@ class TrainerGroup:
             os.environ["GLOO_SOCKET_IFNAME"] = interface
         backend = "cpu:gloo,cuda:nccl" if cuda else "gloo"
         timeout = datetime.timedelta(seconds=timeout_s)
-        variable = Variable(rendezvous_name(ctx.run_id))
+        variable = Variable(rendezvous_name(ctx.run_id, policy))
         if rank == 0:
             store = dist.TCPStore(ip, 0, world, is_master=True, timeout=timeout, wait_for_workers=False)
             variable.set({"host": ip, "port": store.port, "inc": ctx.incarnation})

@@ -11,6 +11,7 @@ from typing import Any
 from srl_lab.api.algorithm import Algorithm
 from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_policy, probe_env
+from srl_lab.policies import DEFAULT, for_policy
 from srl_lab.system.fragments import batch_fragments
 
 
@@ -23,9 +24,12 @@ def make_algorithm(config: ExperimentConfig, policy, device: str) -> Algorithm:
 
 
 class Learner:
-    def __init__(self, config: ExperimentConfig):
-        self.config = config
-        probe = probe_env(config)
+    """One policy's learner: ``config`` is the experiment, ``policy`` the name of the policy it trains."""
+
+    def __init__(self, config: ExperimentConfig, policy: str = DEFAULT):
+        self.policy_id = policy
+        self.config = config = for_policy(config, policy)
+        probe = probe_env(config, policy)
         self.policy = make_policy(config, probe.observation_space, probe.action_space, probe)
         self.algorithm = make_algorithm(config, self.policy, config.trainer.device)
         self.version = 0

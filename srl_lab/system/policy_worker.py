@@ -19,6 +19,7 @@ from srl_lab.api.policy import Policy
 from srl_lab.api.tree import tree_concat
 from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_policy, probe_env
+from srl_lab.policies import for_policy, policy_worker_slots, service
 from srl_lab.system import codec
 from srl_lab.system.control import StopRequested, WorkerContext
 from srl_lab.system.inference import state_shape, step_policy
@@ -121,7 +122,10 @@ class BatchServer:
 
 
 def policy_worker(run_id: str, config: ExperimentConfig, index: int, secret: bytes) -> dict[str, Any]:
-    """Long-running Dask task serving inference until told to stop; returns its counters."""
+    """Long-running Dask task serving inference until told to stop; returns its counters.
+
+    ``index`` numbers the run's policy workers over every policy (``policies.policy_worker_slots``).
+    """
     return run_worker_task(run_id, "policy", f"policy-{index}", secret,
                            lambda ctx, zctx: _serve(ctx, zctx, config, index),
                            idle={"batches": 0, "rows": 0, "reconnects": 0})
@@ -129,16 +133,17 @@ def policy_worker(run_id: str, config: ExperimentConfig, index: int, secret: byt
 
 def _serve(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index: int) -> dict[str, Any]:
     device = config.inference.device
-    probe = probe_env(config)
-    policy = make_policy(config, probe.observation_space, probe.action_space, probe).to(device)
-    params = ParameterClient(zctx, ctx.watch("params"), ctx.secret, config.inference.weight_poll_s)
+    name, number = policy_worker_slots(config)[index]
+    probe = probe_env(config, name)
+    policy = make_policy(for_policy(config, name), probe.observation_space, probe.action_space, probe).to(device)
+    params = ParameterClient(zctx, ctx.watch(service("params", name)), ctx.secret, config.inference.weight_poll_s)
     weights = params.wait_first(ctx.should_stop)
     if weights is None:
         raise StopRequested("params")
     policy.load_weights(weights)
     sock, endpoint = bind(zctx, zmq.ROUTER, f"policy-{ctx.run_id}-{index}")
     server = BatchServer(policy, sock, ctx.secret, device, config.inference.max_batch_rows)
-    ctx.publish_endpoint(f"policy-{index}", endpoint)
+    ctx.publish_endpoint(service("policy", name, number), endpoint)
     ctx.running()
 
     def stream_counts() -> dict[str, Any]:

@@ -29,11 +29,6 @@ def trainer_of_actor(actor: int, trainers: int) -> int:
     return actor % trainers
 
 
-def sample_service(rank: int) -> str:
-    """The endpoint name under which trainer ``rank`` receives fragments."""
-    return "samples" if rank == 0 else f"samples-{rank}"
-
-
 def ledger_key(actor: int, inc: int) -> str:
     return f"{actor}:{inc}"
 

@@ -37,11 +37,12 @@ def final(future: Any) -> dict[str, Any] | None:
         return None
 
 
-def drain(workers: WorkerSet, finished_actors: dict[int, dict[str, Any] | None],
-          supervisor: Supervisor) -> dict[str, Any]:
-    """Stop every worker in order, letting the trainers drain; returns the books and the trainer's view.
+def drain(workers: WorkerSet, finished_actors: dict[int, dict[str, Any] | None], supervisor: Supervisor,
+          slots: list[tuple[str, int]]) -> dict[str, Any]:
+    """Stop every worker in order, letting the trainers drain; returns the books and the trainers' view.
 
     ``finished_actors`` (actor index -> final result, None if lost) gains the actors still running.
+    ``slots`` gives each trainer's ``(policy, rank)``; every policy's books close on their own.
     """
     with workers.lock:
         workers.stopping.update(workers.futures)
@@ -50,22 +51,28 @@ def drain(workers: WorkerSet, finished_actors: dict[int, dict[str, Any] | None],
             tell_to_stop(workers, WorkerId("actor", index))
     for index in actors:
         finished_actors[index] = final(workers.remove(WorkerId("actor", index)))
-    live = {ledger_key(a["actor"], a["inc"]): a["fragments_produced"] for a in finished_actors.values() if a}
+    actors_done = [a for a in finished_actors.values() if a]
+    policies = list(dict.fromkeys(policy for policy, _ in slots))
+    live = {policy: {ledger_key(a["actor"], a["inc"]): a.get("fragments_by_policy", {}).get(policy, 0)
+                     for a in actors_done} for policy in policies}
     Variable(expected_fragments_name(workers.run_id), client=workers.client).set(live)
     trainers = workers.of_role("trainer")
-    for rank in trainers:
-        tell_to_stop(workers, WorkerId("trainer", rank))
-    trainer = merge_trainers([future.result(timeout=STOP_TIMEOUT_S) for future in trainers.values()])
+    for index in trainers:
+        tell_to_stop(workers, WorkerId("trainer", index))
+    results = {index: future.result(timeout=STOP_TIMEOUT_S) for index, future in trainers.items()}
+    by_policy = {policy: merge_trainers([results[i] for i, (p, _) in enumerate(slots) if p == policy])
+                 for policy in policies}
     policy_workers = workers.of_role("policy")
     for index in policy_workers:
         tell_to_stop(workers, WorkerId("policy", index))
     policy = [p for p in map(final, policy_workers.values()) if p]
     time.sleep(0.2)  # let the last metrics events arrive
-    books = account(trainer["ledger"], live, supervisor.produced_by_dead_actors(set(live)),
-                    trainer["fragments_consumed"], trainer["dropped_stale"])
-    actors_done = [a for a in finished_actors.values() if a]
-    return {"books": books, "trainer": trainer,
-            "refusals": refusals([trainer, *policy, *actors_done]),
+    books = {name: account(trainer["ledger"], live[name], supervisor.produced_by_dead_actors(set(live[name]), name),
+                           trainer["fragments_consumed"], trainer["dropped_stale"])
+             for name, trainer in by_policy.items()}
+    return {"books": {key: sum(b[key] for b in books.values()) for key in next(iter(books.values()))},
+            "books_by_policy": books, "trainers": by_policy,
+            "refusals": refusals([*by_policy.values(), *policy, *actors_done]),
             "env_errors": sum(a["env_errors"] for a in actors_done)}
 
 

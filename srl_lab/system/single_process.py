@@ -51,7 +51,7 @@ def train_single_process(config: ExperimentConfig, env_steps: int) -> dict[str, 
         return True
 
     envs = [make_env_group(config, acfg.envs_per_group, seed=config.seed * 100_003 + g) for g in range(acfg.ring_size)]
-    ring = ActorRing(envs, acfg.fragment_length, _SharedPolicyInference(learner), emit)
+    ring = ActorRing.single(envs, acfg.fragment_length, _SharedPolicyInference(learner), emit)
     start = time.perf_counter()
     while ring.counters["env_steps"] < env_steps:
         ring.step(lambda: False)

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from srl_lab.policies import DEFAULT
 from srl_lab.system.sample_stream import ledger_key
 from srl_lab.system.worker_set import WorkerId
 
@@ -103,11 +104,11 @@ class Supervisor:
         with self._lock:
             self._handled[worker] = now
 
-    def produced_by_dead_actors(self, live: set[str]) -> dict[str, int]:
-        """Ledger key -> fragments last reported, for actor incarnations not in ``live``."""
+    def produced_by_dead_actors(self, live: set[str], policy: str = DEFAULT) -> dict[str, int]:
+        """Ledger key -> ``policy``'s fragments last reported, for actor incarnations not in ``live``."""
         with self._lock:
             actors = {w: WorkerId.parse(w).index for w in self.history if w.startswith("actor-")}
-            reported = {ledger_key(index, i.inc): int(i.progress.get("fragments_produced", 0))
+            reported = {ledger_key(index, i.inc): int(i.progress.get("fragments_by_policy", {}).get(policy, 0))
                         for w, index in actors.items() for i in self.history[w]}
         return {k: n for k, n in reported.items() if k not in live}
 

@@ -12,9 +12,12 @@ producing has arrived, trains on what is left, and returns its counters and ledg
 controller closes the books (``produced == consumed + dropped_stale + lost``).
 
 With ``trainer.trainers`` > 1 the trainers form a data-parallel group (``data_parallel``): rank
-``r`` serves the sample endpoint ``sample_service(r)`` for its share of the actors, all ranks agree
+``r`` serves the sample endpoint ``service("samples", policy, r)`` for its share of the actors, all ranks agree
 each loop on whether to train, checkpoint or stop, and only rank 0 publishes weights and writes
 checkpoints (with every rank's books in them).
+
+Several policies: each has its own trainers (its own group), endpoints, checkpoints and books; a
+trainer sees the experiment through ``policies.for_policy``.
 """
 from __future__ import annotations
 
@@ -26,13 +29,14 @@ import cloudpickle
 import zmq
 
 from srl_lab.config import ExperimentConfig
+from srl_lab.policies import DEFAULT, service, trainer_slots
 from srl_lab.system import checkpoints
 from srl_lab.system.control import WorkerContext, checkpoint_path_name, expected_fragments_name, limit_threads
 from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.learner import Learner
 from srl_lab.system.parameters import ParameterService
-from srl_lab.system.sample_stream import Ledger, read_fragment_meta, sample_service, trainer_of_actor
+from srl_lab.system.sample_stream import Ledger, read_fragment_meta, trainer_of_actor
 from srl_lab.system.streams import Receiver, Refused, bind, refusal_report
 
 DRAIN_TIMEOUT_S = 60.0
@@ -43,8 +47,9 @@ class Trainer(Learner):
     """A learner with its sockets (sample stream in, parameter service out) and its checkpoints."""
 
     def __init__(self, config: ExperimentConfig, ctx: WorkerContext, zctx: zmq.Context, run_dir: str | None,
-                 rank: int = 0):
-        super().__init__(config)
+                 rank: int = 0, policy: str = DEFAULT):
+        super().__init__(config, policy)
+        config = self.config  # as this policy's trainer sees it
         self.ctx = ctx
         self.run_dir = run_dir
         self.rank = rank
@@ -56,7 +61,7 @@ class Trainer(Learner):
         if config.trainer.trainers > 1:
             timeout_s = max(config.trainer.heartbeat_timeout_s, DRAIN_TIMEOUT_S) + 60
             self.group = TrainerGroup.join(ctx, rank, config.trainer.trainers, timeout_s,
-                                           cuda=config.trainer.device != "cpu")
+                                           cuda=config.trainer.device != "cpu", policy=policy)
             self.group.broadcast_from_rank0(self.algorithm)
             self.version = self.group.gather(self.version)[0]
             self.group.attach(self.algorithm)
@@ -138,14 +143,14 @@ class Trainer(Learner):
                  "rng": checkpoints.rng_state(), "config": self.config.to_dict(),
                  "config_pickle": cloudpickle.dumps(self.config), "run_id": self.ctx.run_id, "time": time.time()}
         with self.ctx.busy():
-            path = checkpoints.save(checkpoints.folder(self.run_dir), self.version, state,
+            path = checkpoints.save(checkpoints.folder(self.run_dir, self.policy_id), self.version, state,
                                     keep=self.config.trainer.checkpoint_keep)
         self._checkpointed = (self.version, time.monotonic())
         return path
 
     def restore(self) -> str | None:
         """Continue from the newest checkpoint in the run directory, if there is one."""
-        directory = checkpoints.folder(self.run_dir)
+        directory = checkpoints.folder(self.run_dir, self.policy_id)
         checkpoints.remove_temporary(directory)
         found = checkpoints.load_latest(directory)
         if found is None:
@@ -162,8 +167,9 @@ class Trainer(Learner):
         return path
 
     def log(self, **extra: Any) -> None:
+        named = {} if self.policy_id == DEFAULT else {"policy": self.policy_id}
         self.ctx.log(version=self.version, **{**self.counters, **self.stream_counts()},
-                     episodes=self.take_episodes(), train=self.last_stats, **extra)
+                     episodes=self.take_episodes(), train=self.last_stats, **named, **extra)
 
     def drain(self, expected: dict[str, int]) -> None:
         """Receive until every live incarnation's last fragment is in, then train on the remainder.
@@ -199,20 +205,25 @@ class Trainer(Learner):
         self.sock.close(linger=0)
 
 
-def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, rank: int,
-                   secret: bytes) -> dict[str, Any]:
-    """Long-running Dask task: trains until told to stop, drains, returns counters and weights."""
+def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, index: int, secret: bytes
+                   ) -> dict[str, Any]:
+    """Long-running Dask task: trains until told to stop, drains, returns counters and weights.
+
+    ``index`` numbers the run's trainers over every policy (``policies.trainer_slots``).
+    """
     from distributed import Variable
 
     limit_threads()
-    ctx = WorkerContext(run_id, "trainer", f"trainer-{rank}", secret)
+    policy, rank = trainer_slots(config)[index]
+    ctx = WorkerContext(run_id, "trainer", f"trainer-{index}", secret)
     zctx = zmq.Context()
     trainer: Trainer | None = None
     try:
-        trainer = Trainer(config, ctx, zctx, run_dir, rank)
+        trainer = Trainer(config, ctx, zctx, run_dir, rank, policy)
+        config = trainer.config
         if trainer.params is not None:
-            ctx.publish_endpoint("params", trainer.params.endpoint)
-        ctx.publish_endpoint(sample_service(rank), trainer.endpoint)
+            ctx.publish_endpoint(service("params", policy), trainer.params.endpoint)
+        ctx.publish_endpoint(service("samples", policy, rank), trainer.endpoint)
         ctx.running()
         trainer.log(restored_from=trainer.restored_from)
         last_log = time.monotonic()
@@ -234,9 +245,10 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, r
             if time.monotonic() - last_log >= config.metrics_interval_s:
                 trainer.log()
                 last_log = time.monotonic()
-        trainer.drain(Variable(expected_fragments_name(run_id)).get(timeout=DRAIN_TIMEOUT_S))
+        expected = Variable(expected_fragments_name(run_id)).get(timeout=DRAIN_TIMEOUT_S)
+        trainer.drain(expected.get(policy, {}))
         trainer.log(state="stopped")
-        result = {"worker": ctx.worker_id, "inc": ctx.incarnation, "version": trainer.version,
+        result = {"worker": ctx.worker_id, "inc": ctx.incarnation, "policy": policy, "version": trainer.version,
                   **trainer.counters, **trainer.stream_counts(),
                   "ledger": trainer.ledger.entries, "restored_from": trainer.restored_from,
                   "weights": trainer.policy.weights(), "digests": trainer.group.digests if trainer.group else []}

@@ -16,6 +16,7 @@ from distributed import Client
 
 from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
+from srl_lab.policies import DEFAULT, for_policy, policy_ids, policy_worker_slots, trainer_slots
 
 ROLES = ("trainer", "policy", "actor")
 GROW_TIMEOUT_S = 120
@@ -49,17 +50,18 @@ class WorkerId:
 
 
 def slots_needed(config: ExperimentConfig, actors: int | None = None) -> int:
-    """SRL slots a run of ``config`` holds: its trainers, policy workers (remote inference) and actors."""
-    policy = config.inference.policy_workers if config.inference.mode == "remote" else 0
-    return config.trainer.trainers + policy + (config.actors.workers if actors is None else actors)
+    """SRL slots a run of ``config`` holds: its trainers and policy workers (every policy's) and actors."""
+    return len(trainer_slots(config)) + len(policy_worker_slots(config)) + (
+        config.actors.workers if actors is None else actors)
 
 
 def check_resources(config: ExperimentConfig, client: Client) -> None:
     """Checks that need the cluster (GPUs asked for are offered), done before anything is submitted."""
-    sections = (("trainer.device", config.trainer), ("inference.device", config.inference))
+    sections = [("trainer.device" if policy == DEFAULT else f"policies[{policy!r}].device",
+                 for_policy(config, policy).trainer) for policy in policy_ids(config)]
+    if config.inference.mode == "remote":
+        sections.append(("inference.device", config.inference))
     wants_gpu = [name for name, section in sections if section.device.startswith("cuda")]
-    if config.inference.mode == "inline":
-        wants_gpu = [f for f in wants_gpu if f != "inference.device"]
     if wants_gpu and clusters.gpu_count(client) == 0:
         raise ConfigError(wants_gpu[0], "a GPU was requested but no Dask worker offers the resource 'GPU'",
                           "start GPU workers with --resources 'GPU=1,srl_slot=1' or set the device to 'cpu'")
