@@ -18,7 +18,7 @@ from pettingzoo import ParallelEnv
 from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PolicySpec, PPOConfig,
                             TrainerConfig)
 from srl_lab.envs.factory import make_split
-from srl_lab.system.controller import launch
+from srl_lab.system.controller import Run, launch
 
 POINTER_STEPS, HORIZON = 5, 8
 
@@ -128,3 +128,45 @@ def _wait_until_learned(run, timeout_s: float) -> bool:
             return True
         time.sleep(0.5)
     return False
+
+
+def knights_and_archers():
+    """PettingZoo's knights-archers-zombies, where a knight or archer a zombie reaches leaves the episode."""
+    import os
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    from pettingzoo.butterfly import knights_archers_zombies_v11
+
+    return knights_archers_zombies_v11.parallel_env(line_death=True, spawn_delay=1, max_cycles=40)
+
+
+@pytest.mark.timeout(300)
+def test_a_pettingzoo_package_env_trains_two_policies_and_resumes_both(dask_client, tmp_path):
+    run_dir = str(tmp_path / "kaz")
+    cfg = config(name="kaz", env=EnvConfig(id=None, factory=knights_and_archers),
+                 actors=ActorConfig(workers=1, ring_size=1, envs_per_group=4, fragment_length=16),
+                 trainer=TrainerConfig(batch_steps=256),
+                 policies={"knight": PolicySpec(hidden=(32,)), "archer": PolicySpec(hidden=(32,))},
+                 policy_mapping=lambda agent: agent.split("_")[0])
+    first = _train_to_version(launch(cfg, client=dask_client, run_dir=run_dir), 2)
+    later = max(p["version"] for p in first["policies"].values()) + 2
+    resumed = _train_to_version(Run.resume(run_dir, client=dask_client), later)
+    for policy in ("knight", "archer"):
+        # each policy continues from its own checkpoint: versions never go back
+        assert resumed["policies"][policy]["version"] > first["policies"][policy]["version"], (first, resumed)
+        books = resumed["policies"][policy]
+        assert books["fragments_produced"] == books["fragments_consumed"] + books["dropped_stale"], resumed
+
+
+def _train_to_version(run, version: int) -> dict:
+    import time
+
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and min(p["version"] for p in run.status()["policies"].values()) < version:
+            time.sleep(0.5)
+    finally:
+        result = run.stop()
+    assert all(p["version"] >= version for p in result["policies"].values()), result
+    assert run.metrics.episodes, result  # episodes ended, agents leaving them one by one on the way
+    return result

@@ -27,6 +27,12 @@ def folder(run_dir: str, policy: str = DEFAULT) -> str:
     return os.path.join(run_dir, "checkpoints" if policy == DEFAULT else f"checkpoints@{policy}")
 
 
+def all_folders(run_dir: str) -> list[str]:
+    """Every policy's checkpoint folder that exists in ``run_dir``."""
+    return sorted(glob.glob(os.path.join(run_dir, "checkpoints"))
+                  + glob.glob(os.path.join(run_dir, "checkpoints@*")))
+
+
 def paths(directory: str) -> list[str]:
     """Complete checkpoints in ``directory``, oldest version first."""
     found = [(int(m.group(1)), p) for p in glob.glob(os.path.join(directory, "version-*.pt"))

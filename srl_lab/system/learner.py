@@ -28,6 +28,7 @@ class Learner:
 
     def __init__(self, config: ExperimentConfig, policy: str = DEFAULT):
         self.policy_id = policy
+        self.experiment = config  # what a checkpoint keeps, to resume every policy
         self.config = config = for_policy(config, policy)
         probe = probe_env(config, policy)
         self.policy = make_policy(config, probe.observation_space, probe.action_space, probe)

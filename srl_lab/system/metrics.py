@@ -40,6 +40,8 @@ class MetricsLog:
                 self._trainer_steps[record.get("srl_worker", "?")] = record.get("env_steps_consumed", 0)
                 stamp = {"env_steps": sum(self._trainer_steps.values()), "time": record.get("time"),
                          "version": record.get("version")}
+                if "policy" in record:  # several policies: whose episodes and losses these are
+                    stamp["policy"] = record["policy"]
                 self.episodes.extend({**e, **stamp} for e in record.get("episodes", ()))
                 self.train.append({**record.get("train", {}), **stamp})
             if persist and self._file:
@@ -158,7 +160,8 @@ def rolling_mean(values: Iterable[float], window: int) -> np.ndarray:
 
 
 # What the progress bar and the panel header headline, by the keys the episodes carry: team games
-# (hide-and-seek) report each team's return, because their mean agent return is zero by design.
+# (hide-and-seek) report each team's return, because their mean agent return is zero by design; runs
+# of several policies report each policy's return, because one mean over all of them hides which learns.
 TEAM_KEYS = ("hider_return", "seeker_return")
 TEAM_HEADLINE = (  # (label, short label, episode key)
     ("hider return", "hider_ret", "hider_return"),
@@ -173,17 +176,43 @@ def headline(log: MetricsLog, last: int = 20) -> list[tuple[str, str, float]]:
     """(label, short label, mean over the last ``last`` episodes carrying the key) to show first.
 
     Keys no recent episode carries (an older run, another env) are left out; a key whose recent
-    values are all NaN reads NaN. Before any episode ends this is the return, NaN.
+    values are all NaN reads NaN. Before any episode ends this is the return, NaN. With several
+    policies (and no team statistics) it is each policy's return over its own last ``last`` episodes.
     """
-    spec = TEAM_HEADLINE if log.recent_keys(TEAM_KEYS) else SINGLE_HEADLINE
+    if log.recent_keys(TEAM_KEYS):
+        spec = TEAM_HEADLINE
+    else:
+        by_policy = policy_returns(log, last)
+        if len(by_policy) > 1:
+            return [(f"{policy} return", f"{policy}_ret", mean) for policy, mean in by_policy.items()]
+        spec = SINGLE_HEADLINE
     means = log.recent_means([key for _, _, key in spec], last)
     shown = [(label, short, means[key]) for label, short, key in spec if key in means]
     return shown or [(label, short, float("nan")) for label, short, _ in SINGLE_HEADLINE]
 
 
 def progress_postfix(log: MetricsLog, last: int = 20) -> dict[str, str]:
-    """The progress bar's postfix: e.g. ``hider_ret=3.1, seeker_ret=-3.1, hidden=0.42, fort=0.05``."""
+    """The progress bar's postfix: e.g. ``hider_ret=3.1, seeker_ret=-3.1, hidden=0.42, fort=0.05``,
+    or ``matcher_ret=7.5, pointer_ret=4.2`` with several policies."""
     return {short: _short_number(value, label) for label, short, value in headline(log, last)}
+
+
+def policy_returns(log: MetricsLog, last: int = 20, scan: int = HEADLINE_SCAN) -> dict[str, float]:
+    """Policy name -> mean ``return`` over its newest ``last`` episodes among the newest ``scan``,
+    by name; empty for a single-policy run (its episodes carry no ``policy`` stamp).
+
+    NaN values are left out of a mean, as in ``recent_means``.
+    """
+    recent = log.episodes[-scan:]  # a slice is one atomic copy; add() only appends
+    found: dict[str, list[float]] = {}
+    for episode in reversed(recent):
+        policy = episode.get("policy")
+        if policy is None or "return" not in episode:
+            continue
+        values = found.setdefault(str(policy), [])
+        if len(values) < last:
+            values.append(as_float(episode["return"]))
+    return {policy: _nanmean(found[policy]) for policy in sorted(found)}
 
 
 def _short_number(value: float, label: str) -> str:

@@ -19,7 +19,7 @@ RUN_ID_KEYS = ("run_id", "run_ids")  # config.json keys that are not config fiel
 
 def prepare(run_dir: str, run_id: str, config: ExperimentConfig, resumed: bool) -> None:
     """Create the directory and write ``config.json``; a fresh run refuses an earlier run's checkpoints."""
-    if not resumed and checkpoints.paths(checkpoints.folder(run_dir)):
+    if not resumed and any(checkpoints.paths(folder) for folder in checkpoints.all_folders(run_dir)):
         raise ConfigError("run_dir", f"{run_dir} holds checkpoints of an earlier run",
                           "continue it with Run.resume(run_dir), or choose an empty run directory")
     os.makedirs(checkpoints.folder(run_dir), exist_ok=True)
@@ -33,9 +33,10 @@ def config_to_resume(run_dir: str) -> ExperimentConfig:
     """The config a run was launched with: exact from its newest checkpoint, else rebuilt from config.json."""
     import cloudpickle
 
-    found = checkpoints.load_latest(checkpoints.folder(run_dir))
-    if found is not None:
-        return cloudpickle.loads(found[1]["config_pickle"])
+    for folder in checkpoints.all_folders(run_dir):  # any policy's checkpoint holds the whole config
+        found = checkpoints.load_latest(folder)
+        if found is not None:
+            return cloudpickle.loads(found[1]["config_pickle"])
     saved = read_json(os.path.join(run_dir, "config.json"))
     if not saved:
         raise FileNotFoundError(f"{run_dir} holds neither a checkpoint nor config.json to resume from")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from srl_lab.policies import is_multi_policy, policy_worker_slots, trainer_slots
 from srl_lab.system.supervisor import worker_state
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ def run_status(run: "Run") -> dict[str, Any]:
     beats, faults = run.supervisor.snapshot()
     latest = run.metrics.workers()
     now = time.time()
+    policy_of = {("trainer", i): policy for i, (policy, _) in enumerate(trainer_slots(run.config))}
+    policy_of.update({("policy", i): policy for i, (policy, _) in enumerate(policy_worker_slots(run.config))})
     workers = []
     for worker, future in sorted(futures.items()):
         name = str(worker)
@@ -27,7 +30,8 @@ def run_status(run: "Run") -> dict[str, Any]:
         state = future.status
         if state == "pending":
             state = worker_state(beat, now, SILENT_AFTER_S)
-        workers.append({"worker": name, "role": worker.role, "state": state,
+        workers.append({"worker": name, "role": worker.role, "policy": policy_of.get((worker.role, worker.index)),
+                        "state": state,
                         "host": beat.host if beat else record.get("host"),
                         "pid": beat.pid if beat else record.get("pid"),
                         "incarnation": beat.inc if beat else None,
@@ -52,4 +56,15 @@ def run_status(run: "Run") -> dict[str, Any]:
         "episodes": len(run.metrics.episodes),
         "mean_return_last_20": run.metrics.mean_return(20),
         "dashboard": run.client.dashboard_link,
+        **({"policies": _policies(run, latest)} if is_multi_policy(run.config) else {}),
     }
+
+
+def _policies(run: "Run", latest: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each policy's version (its rank-0 trainer's) and recent mean return."""
+    first_trainer = {}
+    for index, (policy, _) in enumerate(trainer_slots(run.config)):
+        first_trainer.setdefault(policy, f"trainer-{index}")
+    return {policy: {"version": latest.get(trainer, {}).get("version", 0),
+                     "mean_return_last_20": run.metrics.mean_return(20, f"return/{policy}")}
+            for policy, trainer in first_trainer.items()}

@@ -140,8 +140,8 @@ class Trainer(Learner):
             return None
         state = {"format": CHECKPOINT_FORMAT, "version": self.version, "algorithm": self.algorithm.state_dict(),
                  **books, "peer_books": peers,
-                 "rng": checkpoints.rng_state(), "config": self.config.to_dict(),
-                 "config_pickle": cloudpickle.dumps(self.config), "run_id": self.ctx.run_id, "time": time.time()}
+                 "rng": checkpoints.rng_state(), "config": self.experiment.to_dict(),
+                 "config_pickle": cloudpickle.dumps(self.experiment), "run_id": self.ctx.run_id, "time": time.time()}
         with self.ctx.busy():
             path = checkpoints.save(checkpoints.folder(self.run_dir, self.policy_id), self.version, state,
                                     keep=self.config.trainer.checkpoint_keep)
