@@ -102,12 +102,31 @@ class PPOConfig:
 
 
 @dataclass
+class PoolConfig:
+    """Self-play against frozen past versions of a policy (``srl_lab.system.opponent_pool``).
+
+    The policy's trainer keeps every ``every_versions``-th version, ``size`` at most (the oldest
+    leaves). In ``envs_fraction`` of each env group one team of the policy's agents (alternating
+    over those envs) is played by a past version drawn by ``sampling`` ("latest", "uniform", or
+    "win_rate": the versions the trained side beats least, more often), redrawn every ``swap_steps``
+    steps of the group; those rows are never trained on.
+    """
+
+    every_versions: int = 10
+    size: int = 8
+    envs_fraction: float = 0.5
+    sampling: Literal["latest", "uniform", "win_rate"] = "uniform"
+    swap_steps: int = 256
+
+
+@dataclass
 class PolicyConfig:
     """The network. ``factory(observation_space, action_space) -> Policy`` overrides the MLP."""
 
     hidden: tuple[int, ...] = (64, 64)
     factory: Callable[..., Any] | None = None
     mapping: Literal["shared", "per_team"] = "shared"  # all agents share one network, or one per team
+    pool: PoolConfig | None = None  # play part of the envs against past versions of this policy
 
 
 @dataclass
@@ -125,6 +144,7 @@ class PolicySpec:
     trainers: int = 1
     device: str = "cpu"
     batch_steps: int | None = None
+    pool: PoolConfig | None = None  # some of its agents play past versions of it (PoolConfig)
 
 
 @dataclass
@@ -223,6 +243,8 @@ class ExperimentConfig:
             value = {k: (None if _is_callable_marker(v) else v) for k, v in value.items()}
             if "hidden" in value:
                 value["hidden"] = tuple(value["hidden"])
+            if value.get("pool"):
+                value["pool"] = PoolConfig(**value["pool"])
             kwargs[key] = sub(**value)
         return cls(**kwargs)
 
@@ -262,7 +284,8 @@ def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
 def _policy_spec(d: dict[str, Any]) -> PolicySpec:
     d = {k: (None if _is_callable_marker(v) else v) for k, v in d.items()}
     ppo = PPOConfig(**d.pop("ppo")) if d.get("ppo") else None
-    return PolicySpec(**{**d, "hidden": tuple(d.get("hidden", (64, 64))), "ppo": ppo})
+    pool = PoolConfig(**d.pop("pool")) if d.get("pool") else None
+    return PolicySpec(**{**d, "hidden": tuple(d.get("hidden", (64, 64))), "ppo": ppo, "pool": pool})
 
 
 def _is_callable_marker(value: Any) -> bool:

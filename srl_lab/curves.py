@@ -3,7 +3,8 @@
 Every curve is a rolling mean drawn over its raw values (a faint line of the same colour), against
 samples trained or wall-clock time. Panels appear for the keys the episodes carry, so a CartPole
 run, an older hide-and-seek run and one with the phase metrics each get the panels they have data
-for. Legends sit above their axes, never over the data.
+for. A run of several policies draws the return and each loss once per policy, a policy keeping its
+colour on every panel. Legends sit above their axes, never over the data.
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ EPISODE_PANELS = (
     PanelSpec("ramp locks", ("num_ramp_lock_prep", "num_ramp_lock"), "locked ramps (count)"),
 )
 TRAIN_PANELS = (PanelSpec("losses", ("policy_loss", "value_loss", "entropy"), "per update"),)
+# Several policies: one line per policy on the return panel and on one panel per loss.
+POLICY_RETURN = EPISODE_PANELS[0]
+POLICY_LOSSES = tuple(PanelSpec(key, (key,), "per update") for key in TRAIN_PANELS[0].keys)
 
 
 def check_x_axis(x: str) -> None:
@@ -80,17 +84,25 @@ def save_png(log: MetricsLog, path: str, title: str = "", x: str = "env_steps") 
 
 def build_figure(log: MetricsLog, title: str = "", width: float = 11.0, dpi: int = 80, x: str = "env_steps",
                  window: int | None = None) -> Figure:
-    """The figure ``render_png`` draws: one axes per panel with data, the losses last."""
+    """The figure ``render_png`` draws: one axes per panel with data, the losses last.
+
+    Episodes of more than one policy get a line per policy (labelled by its name) on the return and
+    loss panels; one policy's lines have the same colour on every panel.
+    """
     check_x_axis(x)
     episodes, train = list(log.episodes), list(log.train)
-    panels = panels_with_data(episodes, train, x)
+    policies = policy_names(episodes)
+    multi = len(policies) > 1
+    panels = policy_panels(episodes, train, x, policies) if multi else panels_with_data(episodes, train, x)
+    colours = {policy: f"C{i % 10}" for i, policy in enumerate(policies)}
     fig, axes = panel_figure(len(panels), width, dpi, title)
     t0 = _first_time(episodes, train)
     scale, unit = time_unit(time_span(episodes, train, t0)) if x == "time" else (1.0, "")
     for ax, (spec, data) in zip(axes, panels):
+        by_policy = multi and (spec is POLICY_RETURN or spec in POLICY_LOSSES)
         for key, (xs, ys) in data.items():
             xs = (xs - t0) / scale if x == "time" else xs
-            plot_smoothed(ax, xs, ys, key, window)
+            plot_smoothed(ax, xs, ys, key, window, color=colours.get(key) if by_policy else None)
         label_axes(ax, spec, x, unit)
         if not any(np.isfinite(ys).any() for _, ys in data.values()):
             say_undefined(ax)
@@ -104,6 +116,38 @@ def panels_with_data(episodes: list[dict[str, Any]], train: list[dict[str, Any]]
     if len(panels) > 1 and panels[0][0].title == "return":  # team games: the mean agent return is 0 by design
         panels = panels[1:]
     return panels + _with_data(TRAIN_PANELS, train, x)
+
+
+def policy_names(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The policies whose stamp (``"policy"``) the rows carry, by name; empty for a single-policy run."""
+    return sorted({str(row["policy"]) for row in rows if row.get("policy") is not None})
+
+
+def policy_panels(episodes: list[dict[str, Any]], train: list[dict[str, Any]], x: str, policies: Sequence[str]
+                  ) -> list[tuple[PanelSpec, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+    """Panels of a run of several policies: the return keyed by policy (each policy's agents' mean
+    return is meaningful, even in a team game), the other episode panels as in one run, then each loss
+    keyed by policy."""
+    episodes_of, train_of = _by_policy(episodes), _by_policy(train)
+    returns = {policy: data["return"] for policy in policies
+               if (data := columns(episodes_of.get(policy, ()), POLICY_RETURN.keys, x)) and "return" in data}
+    panels = [(POLICY_RETURN, returns)] if returns else []
+    panels += _with_data(EPISODE_PANELS[1:], episodes, x)
+    losses = {policy: columns(train_of.get(policy, ()), TRAIN_PANELS[0].keys, x) for policy in policies}
+    for spec in POLICY_LOSSES:
+        keyed = {policy: data[spec.keys[0]] for policy, data in losses.items() if spec.keys[0] in data}
+        if keyed:
+            panels.append((spec, keyed))
+    return panels
+
+
+def _by_policy(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped by their ``"policy"`` stamp, in order; rows without one are left out."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("policy") is not None:
+            grouped.setdefault(str(row["policy"]), []).append(row)
+    return grouped
 
 
 def panel_figure(n: int, width: float, dpi: int, title: str = "") -> tuple[Figure, list[Axes]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from srl_lab.config import ConfigError, ExperimentConfig, PolicyConfig
+from srl_lab.config import ConfigError, ExperimentConfig, PolicyConfig, PoolConfig
 
 DEFAULT = "default"
 
@@ -37,7 +37,8 @@ def for_policy(config: ExperimentConfig, name: str) -> ExperimentConfig:
     spec = config.policies[name]
     trainer = dataclasses.replace(config.trainer, trainers=spec.trainers, device=spec.device,
                                   batch_steps=spec.batch_steps or config.trainer.batch_steps)
-    return dataclasses.replace(config, policy=PolicyConfig(hidden=tuple(spec.hidden), factory=spec.factory),
+    return dataclasses.replace(config, policy=PolicyConfig(hidden=tuple(spec.hidden), factory=spec.factory,
+                                                           pool=spec.pool),
                                ppo=spec.ppo or config.ppo, trainer=trainer,
                                algorithm=spec.algorithm or config.algorithm)
 
@@ -79,8 +80,25 @@ def service(kind: str, policy: str, index: int = 0) -> str:
     raise ValueError(f"unknown service kind {kind!r}")
 
 
+def check_pool(pool: PoolConfig | None, field: str) -> None:
+    """``ConfigError`` naming the pool setting that cannot work."""
+    if pool is None:
+        return
+    for name in ("every_versions", "size", "swap_steps"):
+        value = getattr(pool, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{field}.{name}", f"must be a positive integer, got {value!r}", "e.g. 10")
+    if not isinstance(pool.envs_fraction, (int, float)) or not 0 < pool.envs_fraction <= 1:
+        raise ConfigError(f"{field}.envs_fraction", f"must be in (0, 1], got {pool.envs_fraction!r}",
+                          "the share of envs where a past version plays, e.g. 0.5")
+    if pool.sampling not in ("latest", "uniform", "win_rate"):
+        raise ConfigError(f"{field}.sampling", f"unknown sampling {pool.sampling!r}",
+                          "use 'latest', 'uniform' or 'win_rate'")
+
+
 def check_policies(config: ExperimentConfig) -> None:
     """Raise ``ConfigError`` for a policy set that cannot work, naming the field."""
+    check_pool(config.policy.pool, "policy.pool")
     if not config.policies:
         if config.policy_mapping is not None:
             raise ConfigError("policy_mapping", "a mapping was given but no policies",
@@ -100,6 +118,7 @@ def check_policies(config: ExperimentConfig) -> None:
         if spec.batch_steps is not None and (not isinstance(spec.batch_steps, int) or spec.batch_steps < 1):
             raise ConfigError(f"{field}.batch_steps", f"must be a positive integer or None, got {spec.batch_steps!r}",
                               "None uses trainer.batch_steps")
+        check_pool(spec.pool, f"{field}.pool")
         if spec.ppo is not None:
             from srl_lab.config import _check_ppo
 

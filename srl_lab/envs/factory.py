@@ -158,6 +158,9 @@ def _check_policy(config: "ExperimentConfig", view: EnvGroup, prefix: str) -> No
     except Exception as exc:
         raise ConfigError(prefix + "policy" if not prefix else prefix + "factory",
                           f"building the policy failed: {exc!r}", "check the policy's factory / hidden") from exc
+    if config.policy.pool is not None and policy.recurrent:
+        raise ConfigError(prefix + "pool" if prefix else "policy.pool", "past versions play feed-forward policies "
+                          "only; this one is recurrent", "drop the pool or use a feed-forward network")
     if config.ppo.norm_obs and config.algorithm is None and not hasattr(policy, "obs_normalizer"):
         raise ConfigError(prefix + "ppo.norm_obs", f"{type(policy).__name__} has no obs_normalizer to normalise "
                           "observations", "build the network on srl_lab.models.actor_critic.ActorCriticPolicy, "

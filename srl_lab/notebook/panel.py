@@ -4,7 +4,8 @@ It drives a live ``Run`` (every control), a run attached from another kernel (pa
 checkpoint) or a run reopened from disk (read only). Curves are rendered with Agg to PNG and set on
 ``ipywidgets.Image`` by one UI pump thread at ``refresh_hz`` (2-5 Hz); slow calls a button or slider
 starts (``controls``) run on a short-lived action thread whose outcome the pump shows, so the kernel
-stays responsive and nothing is printed from a thread.
+stays responsive and nothing is printed from a thread. A run of several policies shows each policy's
+version and return in the header, its trainers' policy in the table, and any opponent pools below it.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import ipywidgets as widgets
 from srl_lab.curves import check_x_axis, render_png
 from srl_lab.notebook.compare_view import CompareView
 from srl_lab.notebook.controls import RunControls
+from srl_lab.notebook.pools import pools_html
 from srl_lab.notebook.pump import Renderer, Timing, UiPump
 from srl_lab.notebook.table import reported_workers, rows_html, worker_rows
 from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
@@ -65,12 +67,14 @@ class Panel:
     def _build(self) -> None:
         self.header = widgets.HTML()
         self.table = widgets.HTML()
+        self.pools = widgets.HTML()  # empty unless status() has opponent pools
+        self.pools.add_class("srl-pools-panel")
         self.curves = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.throughput = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.curves.add_class("srl-curves")
         self.throughput.add_class("srl-throughput")
-        self.widget = widgets.VBox([self.header, *self.controls.widgets, self.table, self.curves, self.throughput,
-                                    *self._build_tabs()])
+        self.widget = widgets.VBox([self.header, *self.controls.widgets, self.table, self.pools, self.curves,
+                                    self.throughput, *self._build_tabs()])
         self.widget.add_class("srl-panel")
 
     def _build_tabs(self) -> list[widgets.Widget]:
@@ -115,6 +119,7 @@ class Panel:
             status["workers"] = reported_workers(latest, lambda r: r.get("state") or final)
         paused = live and "pause" in self.capabilities and bool(self.source.paused)
         self._set(self.table, rows_html(worker_rows(status)))
+        self._set(self.pools, pools_html(status))
         self._set(self.header, self._header_html(status, live, paused))
         busy = self.controls.update(live, paused)
         if live and self.viewer is not None:
@@ -190,7 +195,7 @@ class Panel:
         state = status.get("state") or ("stopped" if not live else "paused" if paused else "running")
         parts = [f"<b>{html.escape(status['run_id'])}</b>", f"state: <b>{state}</b>",
                  f"env steps: {status['env_steps']:,}", f"env steps/s: {status['env_steps_per_s'] or 0:,.0f}",
-                 f"policy version: {status['version']}", f"episodes: {status['episodes']:,}",
+                 _versions_html(status), f"episodes: {status['episodes']:,}",
                  _headline_html(self.source.metrics)]
         if status.get("dashboard"):
             link = html.escape(status["dashboard"])
@@ -233,6 +238,15 @@ class Panel:
         self.controls.close()
         for widget in (self.header, self.table, self.curves, self.throughput, *self.widget.children, self.widget):
             widget.close()
+
+
+def _versions_html(status: dict[str, Any]) -> str:
+    """``policy version: 12``; with several policies each one's (its rank-0 trainer's) version."""
+    policies = status.get("policies") or {}
+    versions = [(name, p.get("version")) for name, p in policies.items() if isinstance(p, dict)]
+    if len(versions) < 2:
+        return f"policy version: {status['version']}"
+    return "policy versions: " + ", ".join(f"{html.escape(str(name))} {version}" for name, version in versions)
 
 
 def _headline_html(log: MetricsLog, last: int = 20) -> str:

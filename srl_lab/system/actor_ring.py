@@ -26,6 +26,7 @@ import numpy as np
 from srl_lab.api.env import extras, obs_rows
 from srl_lab.api.tree import tree_concat, tree_map
 from srl_lab.system.fragments import FragmentBuilder
+from srl_lab.system.opponent_pool import OpponentPlay
 from srl_lab.policies import DEFAULT
 from srl_lab.system.policy_views import EnvSplit, WholeGroup
 
@@ -43,14 +44,19 @@ class Inference(Protocol):
 class _Slot:
     """One policy's rows of one env group, and its in-progress fragment state."""
 
-    def __init__(self, view: Any, length: int):
+    def __init__(self, view: Any, length: int, play: OpponentPlay | None = None):
         self.num_agents = view.num_agents
         self.rows = view.num_envs * view.num_agents
         self.length = length
+        self.play = play  # past versions play some rows (self-play against a pool), never trained
         self.obs: Any = None
         self.state: np.ndarray | None = None  # recurrent policies: the rows' state that goes with obs
         self.state_after: np.ndarray | None = None  # ... after the step being taken
         self.trained_rows = extras(view).trained_rows  # None: every row trains
+        if play is not None:
+            trained = np.zeros(self.rows, dtype=bool)
+            trained[np.arange(self.rows) if self.trained_rows is None else self.trained_rows] = True
+            self.trained_rows = np.flatnonzero(trained & ~play.frozen)
         self.builder = self.new_builder()
         self.pending: FragmentBuilder | None = None  # full, waiting for the value after its last step
         self.trunc_rows: tuple[FragmentBuilder, int, np.ndarray] | None = None
@@ -62,9 +68,9 @@ class _Slot:
 class _Group:
     """One env group of the ring (split by policy) and a slot per policy."""
 
-    def __init__(self, env: EnvSplit, length: int):
+    def __init__(self, env: EnvSplit, length: int, plays: dict[str, OpponentPlay]):
         self.env = env
-        self.slots = {policy: _Slot(view, length) for policy, view in env.views.items()}
+        self.slots = {policy: _Slot(view, length, plays.get(policy)) for policy, view in env.views.items()}
 
 
 def flatten_rows(obs: Any, n: int) -> Any:
@@ -82,11 +88,15 @@ class ActorRing:
     """Steps its env groups in turn; ``inference[policy]`` acts for that policy's rows of every group.
 
     ``emit(policy, builder, last_value)`` receives each full fragment of one policy's rows.
+    ``opponents[(group, policy)]`` plays some of that policy's rows of that group with past versions.
     """
 
     def __init__(self, envs: list[EnvSplit], fragment_length: int, inference: dict[str, Inference],
-                 emit: Callable[[str, FragmentBuilder, np.ndarray], bool]):
-        self.groups = [_Group(env, fragment_length) for env in envs]
+                 emit: Callable[[str, FragmentBuilder, np.ndarray], bool],
+                 opponents: dict[tuple[int, str], OpponentPlay] | None = None):
+        opponents = opponents or {}
+        self.groups = [_Group(env, fragment_length, {p: play for (g2, p), play in opponents.items() if g2 == g})
+                       for g, env in enumerate(envs)]
         self.inference = inference
         self.emit = emit
         self.counters = {"env_steps": 0, "episodes": 0, "env_errors": 0}
@@ -140,6 +150,8 @@ class ActorRing:
             if not self.emit(policy, slot.pending, reply.values[:n]):
                 return False
             slot.pending = None
+        if slot.play is not None:
+            reply = slot.play.act(slot.obs, reply)
         slot.state_after = None if reply.state is None else reply.state[:n]
         if slot.state_after is not None and slot.state is None:  # the first request went without one
             slot.state = np.zeros_like(slot.state_after)
@@ -154,6 +166,8 @@ class ActorRing:
         terminated = _row_flags(result.terminated, result.agent_terminated, slot.num_agents)
         truncated = _row_flags(result.truncated, result.agent_truncated, slot.num_agents)
         b.add_env_step(result.reward.reshape(n), terminated, truncated, valid)
+        if slot.play is not None:
+            slot.play.record(result.reward.reshape(n), terminated | truncated)
         b.episodes.extend(result.episodes)
         b.env_errors += result.env_errors
         slot.obs = flatten_rows(result.obs, n)
@@ -175,6 +189,16 @@ class ActorRing:
             self.inference[policy].post(g, request)
         else:
             self.inference[policy].post(g, request, request_state)
+
+    def take_pool_results(self) -> dict[str, list[dict[str, Any]]]:
+        """Episodes against past versions since the last call, per policy, with the version that trained."""
+        results: dict[str, list[dict[str, Any]]] = {}
+        for group in self.groups:
+            for policy, slot in group.slots.items():
+                if slot.play is not None:
+                    results.setdefault(policy, []).extend(
+                        {**r, "learner_version": self.policy_versions[policy]} for r in slot.play.take_results())
+        return results
 
     def close(self) -> None:
         for inference in self.inference.values():

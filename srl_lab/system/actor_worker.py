@@ -19,6 +19,7 @@ from srl_lab.policies import for_policy, policy_ids, service
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
+from srl_lab.system.opponent_pool import LISTING, OpponentPlay, frozen_rows, pool_tag
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.sample_stream import SampleSender, trainer_of_actor
@@ -26,6 +27,7 @@ from srl_lab.system.streams import refusal_report
 from srl_lab.system.worker_task import run_worker_task
 
 FLUSH_LINGER_MS = 10_000  # on exit, queued fragments get this long to reach the trainer
+FETCH_TIMEOUT_S = 10.0  # a past version's weights not here by then: keep the current opponent
 
 
 def env_seed(config: ExperimentConfig, actor: int, group: int) -> int:
@@ -61,7 +63,11 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
         by_policy = {name: sender.produced for name, sender in samples.items()}
         return {"fragments_produced": sum(by_policy.values()), "fragments_by_policy": by_policy}
 
-    ring = ActorRing(envs, acfg.fragment_length, inference, send_fragment)
+    pools = {name: OpponentPools(ctx, zctx, config, name) for name in policies
+             if for_policy(config, name).policy.pool is not None}
+    opponents = {(g, name): pool.play(env.views[name], env_seed(config, index, g))
+                 for name, pool in pools.items() for g, env in enumerate(envs)}
+    ring = ActorRing(envs, acfg.fragment_length, inference, send_fragment, opponents)
 
     def stream_counts() -> dict[str, Any]:
         """Replies refused (from policy workers or parameter services) and peers followed."""
@@ -81,16 +87,56 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
             ctx.log(**ring.counters, **produced(),
                     env_steps_per_s=(steps - steps_at_log) / (now - last_log),
                     policy_version=ring.policy_version, inference_latency_ms=1000 * max(i.latency_s for i in inference.values()),
-                    **stream_counts())
+                    pool_results=ring.take_pool_results(), **stream_counts())
             last_log, steps_at_log = now, steps
 
     for sender in samples.values():  # deliver what is queued before reporting final counts
         sender.close(linger_ms=FLUSH_LINGER_MS)
     ring.close()
-    ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, state="stopped",
+    for pool in pools.values():
+        pool.close()
+    ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, state="stopped", pool_results=ring.take_pool_results(),
             **stream_counts())
     return {"worker": ctx.worker_id, "actor": index, "inc": ctx.incarnation, **ring.counters,
             **produced(), **stream_counts()}
+
+
+class OpponentPools:
+    """An actor's access to one policy's pool of past versions: the listing, and weights by version."""
+
+    LISTING_POLL_S = 1.0
+
+    def __init__(self, ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, name: str):
+        self.ctx, self.zctx, self.name = ctx, zctx, name
+        self.config = for_policy(config, name)
+        self.listing = ParameterClient(zctx, ctx.watch(service("params", name)), ctx.secret, self.LISTING_POLL_S,
+                                       tag=LISTING)
+        self.versions: list[int] = []
+
+    def current(self) -> list[int]:
+        listing = self.listing.poll()
+        if listing is not None:
+            self.versions = [int(v) for v in listing["versions"]]
+        return self.versions
+
+    def fetch(self, version: int) -> dict[str, np.ndarray] | None:
+        """A past version's weights (None if it left the pool, or the trainer is away)."""
+        client = ParameterClient(self.zctx, self.ctx.watch(service("params", self.name)), self.ctx.secret,
+                                 tag=pool_tag(version))
+        try:
+            return client.wait_first(self.ctx.should_stop, timeout_s=FETCH_TIMEOUT_S)
+        except TimeoutError:
+            return None
+        finally:
+            client.close()
+
+    def play(self, view: Any, seed: int) -> OpponentPlay:
+        pool = self.config.policy.pool
+        opponent = make_policy(self.config, view.observation_space, view.action_space, describe(view))
+        return OpponentPlay(pool, frozen_rows(view, pool.envs_fraction), opponent, self.current, self.fetch, seed)
+
+    def close(self) -> None:
+        self.listing.close()
 
 
 def _inference(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, name: str, view: Any,

@@ -25,6 +25,7 @@ class MetricsLog:
         self.latest: dict[str, dict[str, Any]] = {}  # worker id -> last record
         self._actor_steps: dict[tuple[str, Any], int] = {}  # (actor, incarnation) -> env steps it reported
         self._trainer_steps: dict[str, int] = {}  # trainer id -> env steps it consumed (ranks add up)
+        self.pool_results: dict[str, list[dict[str, Any]]] = {}  # policy -> episodes against past versions
         if resume and path:
             for record in _read(path):
                 self.add(record, persist=False)
@@ -36,6 +37,8 @@ class MetricsLog:
             self.latest[record.get("srl_worker", "?")] = record
             if record.get("role") == "actor" and "env_steps" in record:
                 self._actor_steps[(record.get("srl_worker", "?"), record.get("inc"))] = record["env_steps"]
+            for policy, results in (record.get("pool_results") or {}).items():
+                self.pool_results.setdefault(policy, []).extend(results)
             if record.get("role") == "trainer":
                 self._trainer_steps[record.get("srl_worker", "?")] = record.get("env_steps_consumed", 0)
                 stamp = {"env_steps": sum(self._trainer_steps.values()), "time": record.get("time"),
@@ -87,6 +90,21 @@ class MetricsLog:
         with self._lock:
             recent = self.episodes[-scan:]
         return {key for key in keys if any(key in e for e in recent)}
+
+    def pool_table(self, policy: str) -> list[dict[str, Any]]:
+        """Per past version the policy played against: episodes, that version's mean return, win rate.
+
+        The win rate is the trained side's (episodes where the past version's return was negative).
+        """
+        with self._lock:
+            results = list(self.pool_results.get(policy, ()))
+        table = []
+        for version in sorted({r["opponent"] for r in results}):
+            played = [r for r in results if r["opponent"] == version]
+            table.append({"opponent": version, "episodes": len(played),
+                          "mean_return": float(np.mean([r["return"] for r in played])),
+                          "win_rate": float(np.mean([r["won"] for r in played]))})
+        return table
 
     def workers(self, role: str | None = None) -> dict[str, dict[str, Any]]:
         with self._lock:

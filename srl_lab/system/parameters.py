@@ -81,6 +81,16 @@ class ParameterService:
             if self._latest is not None:
                 self._tagged[tag] = self._latest
 
+    def put(self, tag: str, version: int, arrays: dict[str, np.ndarray]) -> None:
+        """Serve ``arrays`` under ``tag`` (e.g. a past version's weights, or the list of them)."""
+        frames = codec.encode("params", {"version": version, "origin": self.origin}, arrays, key=self.key)
+        with self._lock:
+            self._tagged[tag] = (version, frames)
+
+    def untag(self, tag: str) -> None:
+        with self._lock:
+            self._tagged.pop(tag, None)
+
     def _serve(self) -> None:
         while self._running:
             msg = self.receiver.recv(timeout_ms=100)

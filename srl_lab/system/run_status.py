@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from srl_lab.policies import is_multi_policy, policy_worker_slots, trainer_slots
+from srl_lab.policies import for_policy, is_multi_policy, policy_ids, policy_worker_slots, trainer_slots
 from srl_lab.system.supervisor import worker_state
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ def run_status(run: "Run") -> dict[str, Any]:
     running_actors = [w for w in workers if w["role"] == "actor" and w["state"] == "running"]
     trainers = [record for name, record in latest.items() if name.startswith("trainer-")]
     failure = run.supervision.failure
+    pooled = [p for p in policy_ids(run.config) if for_policy(run.config, p).policy.pool is not None]
     return {
         "run_id": run.run_id, "run_dir": run.run_dir, "stopped": run.result is not None,
         "workers": workers,
@@ -57,6 +58,7 @@ def run_status(run: "Run") -> dict[str, Any]:
         "mean_return_last_20": run.metrics.mean_return(20),
         "dashboard": run.client.dashboard_link,
         **({"policies": _policies(run, latest)} if is_multi_policy(run.config) else {}),
+        **({"pools": {policy: run.metrics.pool_table(policy) for policy in pooled}} if pooled else {}),
     }
 
 

@@ -35,6 +35,7 @@ from srl_lab.system.control import WorkerContext, checkpoint_path_name, expected
 from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken
 from srl_lab.system.fragments import check_fragment
 from srl_lab.system.learner import Learner
+from srl_lab.system.opponent_pool import PoolKeeper
 from srl_lab.system.parameters import ParameterService
 from srl_lab.system.sample_stream import Ledger, read_fragment_meta, trainer_of_actor
 from srl_lab.system.streams import Receiver, Refused, bind, refusal_report
@@ -55,6 +56,7 @@ class Trainer(Learner):
         self.rank = rank
         self.ledger = Ledger()
         self.batch_keys: list[str] = []  # ledger key of each fragment in the untrained batch
+        self._restored_pool: dict[int, Any] = {}  # past versions of a self-play pool, from the checkpoint
         self.restored_from = self.restore() if run_dir else None
         self._checkpointed = (self.version, time.monotonic())
         self.group: TrainerGroup | None = None
@@ -69,9 +71,15 @@ class Trainer(Learner):
                                         rcvhwm=config.trainer.buffer_fragments)
         self.receiver = Receiver(self.sock, frozenset({"fragment"}), ctx.secret)
         self.params: ParameterService | None = None
+        self.pool: PoolKeeper | None = None
         if rank == 0:
             self.params = ParameterService(zctx, ctx.run_id, ctx.secret, origin=ctx.incarnation)
-            self.params.publish(self.version, self.policy.weights())
+            weights = self.policy.weights()
+            self.params.publish(self.version, weights)
+            if config.policy.pool is not None:
+                self.pool = PoolKeeper(config.policy.pool, self.params)
+                self.pool.restore(self._restored_pool)
+                self.pool.after_update(self.version, weights)
 
     def stream_counts(self) -> dict[str, Any]:
         """Messages refused on the sample socket and by the parameter service; replies the latter sent."""
@@ -117,7 +125,10 @@ class Trainer(Learner):
             self.group.average_statistics(self.policy, self.algorithm)
             self.group.check_identical(self.policy, self.version)
         if self.params is not None:
-            self.params.publish(self.version, self.policy.weights())
+            weights = self.policy.weights()
+            self.params.publish(self.version, weights)
+            if self.pool is not None:
+                self.pool.after_update(self.version, weights)
 
     def checkpoint_due(self) -> bool:
         cfg = self.config.trainer
@@ -139,7 +150,7 @@ class Trainer(Learner):
             self._checkpointed = (self.version, time.monotonic())
             return None
         state = {"format": CHECKPOINT_FORMAT, "version": self.version, "algorithm": self.algorithm.state_dict(),
-                 **books, "peer_books": peers,
+                 **books, "peer_books": peers, "pool": self.pool.state() if self.pool is not None else {},
                  "rng": checkpoints.rng_state(), "config": self.experiment.to_dict(),
                  "config_pickle": cloudpickle.dumps(self.experiment), "run_id": self.ctx.run_id, "time": time.time()}
         with self.ctx.busy():
@@ -156,6 +167,7 @@ class Trainer(Learner):
         if found is None:
             return None
         path, state = found
+        self._restored_pool = state.get("pool", {})
         self.algorithm.load_state_dict(state["algorithm"])
         self.version = int(state["version"])
         peers = state.get("peer_books", [])

@@ -1,0 +1,69 @@
+"""The panel's opponent pools: for each policy playing past versions (self-play), its opponents' figures.
+
+``Run.status()`` may carry ``"pools": {policy: [{"opponent": version, "episodes": n, "mean_return": x,
+"win_rate": w}, ...]}``; most runs have none, and then nothing is shown. Rows are plain data (as in
+``table``) so a test can check them without widgets; opponents keep the order the status gives.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any
+
+HEADER = ("opponent version", "episodes", "mean return", "win rate")
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    opponent: Any  # the opponent's policy version (or whatever names it in the status)
+    episodes: int
+    mean_return: float | None
+    win_rate: float | None  # 0-1
+
+
+def pool_rows(status: dict[str, Any]) -> dict[str, list[PoolRow]]:
+    """Policy -> its opponents' rows, for the policies whose pool has an entry; empty when none has."""
+    pools = status.get("pools") or {}
+    return {str(policy): [_row(entry) for entry in entries]
+            for policy, entries in pools.items() if entries}
+
+
+def _row(entry: dict[str, Any]) -> PoolRow:
+    return PoolRow(opponent=entry.get("opponent"), episodes=int(entry.get("episodes") or 0),
+                   mean_return=_number(entry.get("mean_return")), win_rate=_number(entry.get("win_rate")))
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, else None (shown as a dash): a pool entry may have no finished episode yet."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def pools_html(status: dict[str, Any]) -> str:
+    """One small table per policy with a pool, side by side; "" when the status has none."""
+    pools = pool_rows(status)
+    if not pools:
+        return ""
+    tables = [_table(policy, rows) for policy, rows in pools.items()]
+    return f"<div class='srl-pools' style='display:flex;flex-wrap:wrap;gap:24px'>{''.join(tables)}</div>"
+
+
+def _table(policy: str, rows: list[PoolRow]) -> str:
+    name = html.escape(policy)
+    head = "".join(f"<th style='text-align:left;padding:2px 10px'>{h}</th>" for h in HEADER)
+    body = []
+    for r in rows:
+        cells = (str(r.opponent), f"{r.episodes:,}", _fmt(r.mean_return, "{:.2f}"), _fmt(r.win_rate, "{:.0%}"))
+        tds = "".join(f"<td style='padding:2px 10px'>{html.escape(c)}</td>" for c in cells)
+        body.append(f"<tr data-opponent='{html.escape(str(r.opponent))}'>{tds}</tr>")
+    return (f"<table class='srl-pool' data-policy='{name}' style='border-collapse:collapse;font-size:12px'>"
+            f"<caption style='text-align:left;font-weight:bold'>{name}: opponents</caption>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "—" if value is None else spec.format(value)
