@@ -59,6 +59,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                         help="one network for both teams, or one per team")
     parser.add_argument("--random-opponents", type=float, default=0.0, metavar="FRACTION",
                         help="fraction of envs in which one team plays randomly (default 0: pure self-play)")
+    parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
+                        help="keep every N-th version in a pool of 8 past versions; in half of the envs one team "
+                             "plays a past version drawn uniformly (default 0: always the latest)")
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
     parser.add_argument("--device", default="cpu", help="trainer device, e.g. cuda")
@@ -81,6 +84,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.random_opponents:
         config.env.kwargs["random_opponents"] = args.random_opponents
     config.ppo = override(config.ppo, args.ppo, parser)
+    if args.pool_every:
+        from srl_lab.config import PoolConfig
+
+        config.policy.pool = PoolConfig(every_versions=args.pool_every)
     run = launch(config, client=args.scheduler, run_dir=args.run_dir)
     print(f"run directory: {run.run_dir}\nDask dashboard: {run.client.dashboard_link}")
     try:
