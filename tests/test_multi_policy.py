@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from pettingzoo import ParallelEnv
 
-from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PolicySpec, PPOConfig,
-                            TrainerConfig)
+from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfig, InferenceConfig, PolicySpec,
+                            PPOConfig, TrainerConfig)
 from srl_lab.envs.factory import make_split
 from srl_lab.system.controller import Run, launch
 
@@ -141,9 +141,10 @@ def knights_and_archers():
 
 
 @pytest.mark.timeout(300)
-def test_a_pettingzoo_package_env_trains_two_policies_and_resumes_both(dask_client, tmp_path):
+def test_a_pettingzoo_package_env_trains_two_policies_remotely_and_resumes_both(dask_client, tmp_path):
     run_dir = str(tmp_path / "kaz")
     cfg = config(name="kaz", env=EnvConfig(id=None, factory=knights_and_archers),
+                 inference=InferenceConfig(mode="remote"),  # each policy gets its own policy worker
                  actors=ActorConfig(workers=1, ring_size=1, envs_per_group=4, fragment_length=16),
                  trainer=TrainerConfig(batch_steps=256),
                  policies={"knight": PolicySpec(hidden=(32,)), "archer": PolicySpec(hidden=(32,))},
