@@ -1,7 +1,8 @@
 """The panel's opponent pools: for each policy playing past versions (self-play), its opponents' figures.
 
 ``Run.status()`` may carry ``"pools": {policy: [{"opponent": version, "episodes": n, "mean_return": x,
-"win_rate": w}, ...]}``; most runs have none, and then nothing is shown. Rows are plain data (as in
+"win_rate": w}, ...]}`` (``MetricsLog.pool_table``: ``mean_return`` is the past version's, ``win_rate``
+the trained policy's); most runs have none, and then nothing is shown. Rows are plain data (as in
 ``table``) so a test can check them without widgets; opponents keep the order the status gives.
 """
 from __future__ import annotations
@@ -11,15 +12,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-HEADER = ("opponent version", "episodes", "mean return", "win rate")
+from srl_lab.policies import DEFAULT
+
+HEADER = ("past version", "episodes", "its mean return", "win rate against it")
 
 
 @dataclass(frozen=True)
 class PoolRow:
     opponent: Any  # the opponent's policy version (or whatever names it in the status)
     episodes: int
-    mean_return: float | None
-    win_rate: float | None  # 0-1
+    mean_return: float | None  # the past version's
+    win_rate: float | None  # the trained policy's, 0-1
 
 
 def pool_rows(status: dict[str, Any]) -> dict[str, list[PoolRow]]:
@@ -54,6 +57,7 @@ def pools_html(status: dict[str, Any]) -> str:
 
 def _table(policy: str, rows: list[PoolRow]) -> str:
     name = html.escape(policy)
+    caption = "against past versions" if policy == DEFAULT else f"{name} against past versions"
     head = "".join(f"<th style='text-align:left;padding:2px 10px'>{h}</th>" for h in HEADER)
     body = []
     for r in rows:
@@ -61,7 +65,7 @@ def _table(policy: str, rows: list[PoolRow]) -> str:
         tds = "".join(f"<td style='padding:2px 10px'>{html.escape(c)}</td>" for c in cells)
         body.append(f"<tr data-opponent='{html.escape(str(r.opponent))}'>{tds}</tr>")
     return (f"<table class='srl-pool' data-policy='{name}' style='border-collapse:collapse;font-size:12px'>"
-            f"<caption style='text-align:left;font-weight:bold'>{name}: opponents</caption>"
+            f"<caption style='text-align:left;font-weight:bold'>{caption}</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
