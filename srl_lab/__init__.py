@@ -5,7 +5,7 @@
     run.wait(target_return=475); run.scale(actors=3); run.stop()
 """
 from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig,
-                            PPOConfig, TrainerConfig)
+                            PolicySpec, PoolConfig, PPOConfig, TrainerConfig)
 from srl_lab.system.controller import Run, launch
 
 __version__ = "0.1.0"
@@ -27,4 +27,4 @@ def compare(runs, x: str = "env_steps", labels=None, window=None):
 
 
 __all__ = ["ActorConfig", "ConfigError", "EnvConfig", "ExperimentConfig", "InferenceConfig", "PolicyConfig",
-           "PPOConfig", "Run", "TrainerConfig", "compare", "launch", "open_run"]
+           "PolicySpec", "PoolConfig", "PPOConfig", "Run", "TrainerConfig", "compare", "launch", "open_run"]
