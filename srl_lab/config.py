@@ -215,7 +215,9 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly view (callables are recorded by name) for the run directory."""
-        return _jsonable(dataclasses.asdict(self))
+        from srl_lab.config_io import jsonable
+
+        return jsonable(dataclasses.asdict(self))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -223,30 +225,9 @@ class ExperimentConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ExperimentConfig":
         """Rebuild a config saved by ``to_dict`` (factories are not restorable and come back None)."""
-        sections = {f.name: f.type for f in dataclasses.fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in d.items():
-            if key not in sections:
-                raise ConfigError(key, "unknown config section", f"use one of {sorted(sections)}")
-            sub = {"env": EnvConfig, "actors": ActorConfig, "inference": InferenceConfig,
-                   "trainer": TrainerConfig, "ppo": PPOConfig, "policy": PolicyConfig}.get(key)
-            if key == "policies":
-                kwargs[key] = {name: _policy_spec(spec) for name, spec in value.items()}
-                continue
-            if sub is None:
-                kwargs[key] = None if _is_callable_marker(value) else value
-                continue
-            names = {f.name for f in dataclasses.fields(sub)}
-            unknown = set(value) - names
-            if unknown:
-                raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown field", f"use one of {sorted(names)}")
-            value = {k: (None if _is_callable_marker(v) else v) for k, v in value.items()}
-            if "hidden" in value:
-                value["hidden"] = tuple(value["hidden"])
-            if value.get("pool"):
-                value["pool"] = PoolConfig(**value["pool"])
-            kwargs[key] = sub(**value)
-        return cls(**kwargs)
+        from srl_lab.config_io import config_from_dict
+
+        return config_from_dict(d)
 
 
 def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
@@ -281,18 +262,6 @@ def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
                           f"{max(d for d in range(1, ppo.chunk_length + 1) if fragment_length % d == 0)}, or 0")
 
 
-def _policy_spec(d: dict[str, Any]) -> PolicySpec:
-    d = {k: (None if _is_callable_marker(v) else v) for k, v in d.items()}
-    ppo = PPOConfig(**d.pop("ppo")) if d.get("ppo") else None
-    pool = PoolConfig(**d.pop("pool")) if d.get("pool") else None
-    return PolicySpec(**{**d, "hidden": tuple(d.get("hidden", (64, 64))), "ppo": ppo, "pool": pool})
-
-
-def _is_callable_marker(value: Any) -> bool:
-    """``to_dict`` records callables as ``"<callable name>"``; they cannot be restored from JSON."""
-    return isinstance(value, str) and value.startswith("<callable")
-
-
 def _get(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = getattr(obj, part)
@@ -302,16 +271,6 @@ def _get(obj: Any, dotted: str) -> Any:
 def _positive(value: Any, name: str, example: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(name, f"must be a positive integer, got {value!r}", f"set it to {example}")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if callable(value):
-        return f"<callable {getattr(value, '__qualname__', type(value).__name__)}>"
-    return value
 
 
 def _registry_has(name: str) -> bool:
