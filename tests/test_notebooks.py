@@ -38,9 +38,9 @@ def cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
     return [(c.cell_type, c.source.strip(), sorted(c.metadata.get("tags", []))) for c in nb.cells]
 
 
-def test_the_five_notebooks_exist():
+def test_the_six_notebooks_exist():
     assert [n.stem for n in NOTEBOOKS] == ["01_quickstart", "02_hide_and_seek", "03_scaling",
-                                           "04_custom_env_and_algorithm", "05_cluster"]
+                                           "04_custom_env_and_algorithm", "05_cluster", "06_multi_agent"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -195,6 +195,26 @@ def test_05_cluster_against_a_scheduler_address(scheduler, tmp_path, monkeypatch
         "the notebook joined the given scheduler"
     assert_png(image_widget_pngs(nb)["srl-curves"])
     assert os.path.exists(run_dir / "config.json")
+
+
+@pytest.mark.slow
+def test_06_multi_agent(scheduler, tmp_path, monkeypatch):
+    """The PettingZoo env and the two policies defined in the notebook train, each closing its own books."""
+    nb, run_dir = execute(ROOT / "notebooks" / "06_multi_agent.ipynb", tmp_path, monkeypatch, scheduler)
+    records = assert_run_dir_has_metrics(run_dir)
+    published = {r["policy"] for r in records if r["role"] == "trainer" and r["version"] > 0}
+    assert published == {"scout", "guard"}, "each policy's own trainer published weights"
+    result = json.loads((run_dir / "result.json").read_text())
+    assert set(result["policies"]) == {"scout", "guard"}
+    for policy, books in result["policies"].items():
+        assert books["fragments_produced"] > 0 and books["version"] > 0, (policy, books)
+        closed = books["fragments_consumed"] + books["dropped_stale"]
+        assert books["fragments_produced"] == closed, (policy, books)
+    assert result["rejected"] == 0, "every fragment fitted the trainer of the policy it was sent to"
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    for policy in ("scout", "guard"):  # report(): each policy's books and returns
+        assert re.search(rf"{policy}: version \d+, fragments \d+ produced", printed), printed[-2000:]
+    assert_png(image_widget_pngs(nb)["srl-curves"])
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
 from srl_lab.system import codec, run_directory, shutdown
-from srl_lab.policies import for_policy, is_multi_policy, policy_worker_slots, trainer_slots
+from srl_lab.policies import for_policy, is_multi_policy, policy_ids, policy_worker_slots, trainer_slots
 from srl_lab.system.actor_worker import actor_worker
 from srl_lab.system.control import (
     flag_name, heartbeat_topic, metrics_topic, publish_placeholders, request_checkpoint,
@@ -207,7 +207,7 @@ class Run:
             **drained["refusals"],
             "restarts": self.supervisor.restarts(),
             "faults": self.supervisor.snapshot()[1],
-            "mean_return_last_20": self.metrics.mean_return(20),
+            "mean_return_last_20": self.metrics.mean_return(20, self._return_key()),
             "checkpoint": trainer.get("checkpoint"),
             "seconds": time.time() - self.started,
         }
@@ -264,6 +264,10 @@ class Run:
         if isinstance(record := event[1], dict):
             self.supervisor.on_heartbeat(record, time.time())
 
+    def _return_key(self) -> str:
+        """The episode key of the headline return: the first policy's when there are several."""
+        return f"return/{policy_ids(self.config)[0]}" if is_multi_policy(self.config) else "return"
+
     def status(self) -> dict[str, Any]:
         """Workers by role with their state, restarts and latest figures, plus run-level counters."""
         return run_status(self)
@@ -273,6 +277,9 @@ class Run:
         """Block until a budget is spent or the mean return of the last 20 episodes reaches a target."""
         from tqdm.auto import tqdm
 
+        if target_return is not None and is_multi_policy(self.config):
+            raise ValueError("target_return is ambiguous with several policies: wait for env_steps or seconds, "
+                             "and read each policy's return in run.status()['policies']")
         start = time.time()
         # mininterval keeps a log file (no terminal) to one progress line a second, not four.
         bar = tqdm(total=env_steps, unit="step", disable=not progress, desc=self.config.name, mininterval=1.0)
