@@ -53,6 +53,11 @@ def mapping_of(config: ExperimentConfig) -> Callable[[str], str]:
     return mapping  # type: ignore[return-value]
 
 
+def return_key(config: ExperimentConfig) -> str:
+    """The episode key of a run's headline return: its first policy's when it has several."""
+    return f"return/{policy_ids(config)[0]}" if config.policies else "return"
+
+
 def trainer_slots(config: ExperimentConfig) -> list[tuple[str, int]]:
     """``(policy, rank)`` of every trainer worker; the list index is its ``trainer-<i>`` number."""
     return [(name, rank) for name in policy_ids(config) for rank in range(for_policy(config, name).trainer.trainers)]

@@ -84,9 +84,9 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
         now = time.monotonic()
         if now - last_log >= config.metrics_interval_s:
             steps = ring.counters["env_steps"]
-            ctx.log(**ring.counters, **produced(),
-                    env_steps_per_s=(steps - steps_at_log) / (now - last_log),
-                    policy_version=ring.policy_version, inference_latency_ms=1000 * max(i.latency_s for i in inference.values()),
+            latency_s = max(i.latency_s for i in inference.values())
+            ctx.log(**ring.counters, **produced(), env_steps_per_s=(steps - steps_at_log) / (now - last_log),
+                    policy_version=ring.policy_version, inference_latency_ms=1000 * latency_s,
                     pool_results=ring.take_pool_results(), **stream_counts())
             last_log, steps_at_log = now, steps
 
@@ -95,8 +95,8 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
     ring.close()
     for pool in pools.values():
         pool.close()
-    ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, state="stopped", pool_results=ring.take_pool_results(),
-            **stream_counts())
+    ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, state="stopped",
+            pool_results=ring.take_pool_results(), **stream_counts())
     return {"worker": ctx.worker_id, "actor": index, "inc": ctx.incarnation, **ring.counters,
             **produced(), **stream_counts()}
 

@@ -1,22 +1,18 @@
 """``launch(config)`` and ``Run``: the handle a notebook, a recipe or a test holds on a running experiment.
 
 ``launch`` starts an embedded ``LocalCluster(processes=True)`` when no client is given, so all three
-run this one code path. ``Run`` is a facade over the parts named for what they do:
-
-* ``worker_set``: worker ids, task submission and resubmission, the slots a run needs;
-* ``supervision``: the loop that heals faults, and the one classifier that turns a bug into the
-  run's error;
-* ``shutdown``: the graceful drain that closes the books, and the abort of a failed run;
-* ``run_directory``: config.json, resume, result.json; ``run_status``: what ``status()`` reports.
+run this one code path. ``Run`` is a facade over the parts named for what they do: ``worker_set``
+(worker ids, submission, slots), ``supervision`` (the loop that heals faults, and the one classifier
+that turns a bug into the run's error), ``shutdown`` (the drain that closes the books, the abort of
+a failed run), ``run_directory``, ``run_status``. Each policy (``srl_lab.policies``) has trainers.
 
 Security: every data-plane message is signed with a per-run secret made here; it reaches the workers
 as a task argument over Dask (under TLS when the cluster uses ``distributed.security.Security``).
 
 A run's tasks belong to the client that launched it. When that client goes (the kernel died or
-restarted, or lost the scheduler), the scheduler forgets the tasks and frees their slots; every
-worker notices within a second and exits, the trainer after writing a checkpoint, so no slot is
-held by a task nobody owns. ``Run.resume(run_dir, client=address)`` from a new kernel continues the
-run from that checkpoint. A controller whose client reconnects resubmits the workers.
+lost the scheduler), the scheduler frees their slots; every worker exits within a second, the
+trainer after a checkpoint, and ``Run.resume(run_dir, client=address)`` from a new kernel continues
+from it. A controller whose client reconnects resubmits the workers.
 """
 from __future__ import annotations
 
@@ -32,7 +28,7 @@ from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
 from srl_lab.system import codec, run_directory, shutdown
-from srl_lab.policies import for_policy, is_multi_policy, policy_ids, policy_worker_slots, trainer_slots
+from srl_lab.policies import for_policy, is_multi_policy, policy_worker_slots, return_key, trainer_slots
 from srl_lab.system.actor_worker import actor_worker
 from srl_lab.system.control import (
     flag_name, heartbeat_topic, metrics_topic, publish_placeholders, request_checkpoint,
@@ -159,9 +155,7 @@ class Run:
     def set_ring_size(self, size: int) -> None:
         """Actors started from now on run ``size`` env groups; running ones keep theirs."""
         actors = dataclasses.replace(self._actor_config.actors, ring_size=size)
-        candidate = dataclasses.replace(self._actor_config, actors=actors)
-        candidate.validate()
-        self._actor_config = candidate
+        self._actor_config = dataclasses.replace(self._actor_config, actors=actors).validate()
 
     def pause(self) -> None:
         """Actors stop stepping (they keep their envs and sockets); ``resume()`` continues."""
@@ -197,8 +191,7 @@ class Run:
             return self.result
         self._abort_if_failed()
         drained = shutdown.drain(self.workers, self.finished_actors, self.supervisor, trainer_slots(self.config))
-        by_policy = drained["trainers"]
-        trainer = next(iter(by_policy.values()))  # the only one of a single-policy run
+        trainer = next(iter(drained["trainers"].values()))  # the first (the only one of a single-policy run)
         self.result = {
             **drained["books"],
             "env_steps": self.metrics.env_steps(),
@@ -207,18 +200,14 @@ class Run:
             **drained["refusals"],
             "restarts": self.supervisor.restarts(),
             "faults": self.supervisor.snapshot()[1],
-            "mean_return_last_20": self.metrics.mean_return(20, self._return_key()),
+            "mean_return_last_20": self.metrics.mean_return(20, return_key(self.config)),
             "checkpoint": trainer.get("checkpoint"),
             "seconds": time.time() - self.started,
         }
         if is_multi_policy(self.config):  # each policy's books close on their own
-            self.result["policies"] = {
-                policy: {**drained["books_by_policy"][policy], "version": result["version"],
-                         "mean_return_last_20": self.metrics.mean_return(20, f"return/{policy}"),
-                         "checkpoint": result.get("checkpoint")}
-                for policy, result in by_policy.items()}
+            self.result["policies"] = shutdown.policy_results(drained, self.metrics)
         self.final_weights = trainer["weights"]
-        self.final_weights_by_policy = {policy: result["weights"] for policy, result in by_policy.items()}
+        self.final_weights_by_policy = {policy: r["weights"] for policy, r in drained["trainers"].items()}
         self.trainer_digests: list[list[tuple[int, str]]] = trainer["digests"]  # per rank: (version, digest)
         self._finish()
         return self.result
@@ -263,10 +252,6 @@ class Run:
     def _on_heartbeat(self, event: tuple[float, dict[str, Any]]) -> None:
         if isinstance(record := event[1], dict):
             self.supervisor.on_heartbeat(record, time.time())
-
-    def _return_key(self) -> str:
-        """The episode key of the headline return: the first policy's when there are several."""
-        return f"return/{policy_ids(self.config)[0]}" if is_multi_policy(self.config) else "return"
 
     def status(self) -> dict[str, Any]:
         """Workers by role with their state, restarts and latest figures, plus run-level counters."""

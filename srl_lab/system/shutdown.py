@@ -14,6 +14,7 @@ from typing import Any
 from distributed import Event, Variable
 
 from srl_lab.system.control import expected_fragments_name, stop_event_name
+from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.sample_stream import account, ledger_key
 from srl_lab.system.supervision import INFRASTRUCTURE_ERRORS
 from srl_lab.system.supervisor import Supervisor
@@ -74,6 +75,14 @@ def drain(workers: WorkerSet, finished_actors: dict[int, dict[str, Any] | None],
             "books_by_policy": books, "trainers": by_policy,
             "refusals": refusals([*by_policy.values(), *policy, *actors_done]),
             "env_errors": sum(a["env_errors"] for a in actors_done)}
+
+
+def policy_results(drained: dict[str, Any], metrics: MetricsLog) -> dict[str, dict[str, Any]]:
+    """Each policy's books, version, recent mean return and final checkpoint, from a ``drain``."""
+    return {policy: {**drained["books_by_policy"][policy], "version": result["version"],
+                     "mean_return_last_20": metrics.mean_return(20, f"return/{policy}"),
+                     "checkpoint": result.get("checkpoint")}
+            for policy, result in drained["trainers"].items()}
 
 
 def refusals(results: list[dict[str, Any]]) -> dict[str, Any]:
