@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(PY) recipes/hide_and_seek.py --minutes $(MINUTES)
 
 test: $(STAMP) chromium
-	$(VENV)/bin/pytest -q -ra --durations=15
+	$(VENV)/bin/pytest -q -ra --durations=40
 
 bench: $(STAMP)
 	$(PY) benchmarks/cartpole_throughput.py
