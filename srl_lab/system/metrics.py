@@ -26,6 +26,7 @@ class MetricsLog:
         self._actor_steps: dict[tuple[str, Any], int] = {}  # (actor, incarnation) -> env steps it reported
         self._trainer_steps: dict[str, int] = {}  # trainer id -> env steps it consumed (ranks add up)
         self.pool_results: dict[str, list[dict[str, Any]]] = {}  # policy -> episodes against past versions
+        self._pool_tally: dict[str, dict[int, list]] = {}  # policy -> version -> [episodes, return sum, wins]
         if resume and path:
             for record in _read(path):
                 self.add(record, persist=False)
@@ -39,6 +40,11 @@ class MetricsLog:
                 self._actor_steps[(record.get("srl_worker", "?"), record.get("inc"))] = record["env_steps"]
             for policy, results in (record.get("pool_results") or {}).items():
                 self.pool_results.setdefault(policy, []).extend(results)
+                for r in results:  # episodes, return sum, wins per past version: status() reads it often
+                    tally = self._pool_tally.setdefault(policy, {}).setdefault(r["opponent"], [0, 0.0, 0])
+                    tally[0] += 1
+                    tally[1] += r["return"]
+                    tally[2] += bool(r["won"])
             if record.get("role") == "trainer":
                 self._trainer_steps[record.get("srl_worker", "?")] = record.get("env_steps_consumed", 0)
                 stamp = {"env_steps": sum(self._trainer_steps.values()), "time": record.get("time"),
@@ -97,14 +103,9 @@ class MetricsLog:
         The win rate is the trained side's (episodes where the past version's return was negative).
         """
         with self._lock:
-            results = list(self.pool_results.get(policy, ()))
-        table = []
-        for version in sorted({r["opponent"] for r in results}):
-            played = [r for r in results if r["opponent"] == version]
-            table.append({"opponent": version, "episodes": len(played),
-                          "mean_return": float(np.mean([r["return"] for r in played])),
-                          "win_rate": float(np.mean([r["won"] for r in played]))})
-        return table
+            tally = sorted(self._pool_tally.get(policy, {}).items())
+        return [{"opponent": version, "episodes": n, "mean_return": total / n, "win_rate": wins / n}
+                for version, (n, total, wins) in tally]
 
     def workers(self, role: str | None = None) -> dict[str, dict[str, Any]]:
         with self._lock:

@@ -92,6 +92,7 @@ class OpponentPlay:
                  fetch: Callable[[int], dict[str, np.ndarray] | None], seed: int):
         self.config = config
         self.frozen = frozen
+        self.frozen_index = np.flatnonzero(frozen)
         self.opponent = opponent
         self.listing = listing
         self.fetch = fetch
@@ -121,7 +122,7 @@ class OpponentPlay:
         self._refresh()
         if self.version is None:
             return reply
-        rows = np.flatnonzero(self.frozen)
+        rows = self.frozen_index
         actions, logp, values = run_policy(self.opponent, obs_rows(obs, rows))
         reply.actions[rows], reply.logp[rows], reply.values[rows] = actions, logp, values
         return reply
@@ -130,7 +131,7 @@ class OpponentPlay:
         """After a step: add the frozen rows' rewards; an episode that ended is recorded if one version played it."""
         self.steps += 1
         current = LATEST if self.version is None else self.version
-        frozen_rewards, frozen_ended = rewards[self.frozen], ended[self.frozen]
+        frozen_rewards, frozen_ended = rewards[self.frozen_index], ended[self.frozen_index]
         self.played_by = np.where(self.played_by == FRESH, current,
                                   np.where(self.played_by == current, current, MIXED))
         self.returns += frozen_rewards

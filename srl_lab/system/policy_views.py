@@ -16,14 +16,14 @@ its own trainer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from srl_lab.api.agents import AgentGroup, AgentStepResult
-from srl_lab.api.env import EnvExtras, EnvGroup, Obs, StepResult
+from srl_lab.api.env import EnvGroup, Obs, StepResult
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.policies import DEFAULT, check_mapping, is_multi_policy
 
@@ -37,7 +37,6 @@ class PolicyView:
     observation_space: gym.Space
     action_space: gym.Space
     agents: tuple[str, ...] = ()
-    extras: EnvExtras = field(default_factory=EnvExtras)
 
 
 class EnvSplit(Protocol):
@@ -133,13 +132,9 @@ def _episode_of(policy: str, agents: tuple[str, ...], episode: dict[str, float])
     return {**kept, "return": mean, f"return/{policy}": mean}
 
 
-def is_agent_group(env: Any) -> bool:
-    return hasattr(env, "agents") and hasattr(env, "observation_spaces") and hasattr(env, "action_spaces")
-
-
 def split(config: ExperimentConfig, env: Any) -> EnvSplit:
     """The split the ring steps for an env group built from ``config``."""
-    if is_agent_group(env):
+    if isinstance(env, AgentGroup):
         return AgentSplit(env, check_mapping(config, tuple(env.agents)))
     if is_multi_policy(config):
         raise ConfigError("policies", f"{type(env).__name__} gives every agent one observation space and no agent "
