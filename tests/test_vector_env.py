@@ -9,13 +9,13 @@ import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from srl_lab.algorithms.ppo import PPO
-from srl_lab.config import ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PPOConfig
+from srl_lab.config import ConfigError, EnvConfig, ExperimentConfig, PPOConfig
 from srl_lab.envs.factory import make_env_group
 from srl_lab.envs.vector_group import VectorEnvGroup
 from srl_lab.models.mlp import MLPPolicy
+from srl_lab.presets import fast_cartpole
 from srl_lab.system.controller import launch
 from srl_lab.system.fragments import FragmentBuilder, batch_fragments, check_fragment
-from runs import solving_ppo
 
 SOLVED = 475.0
 
@@ -101,12 +101,10 @@ def test_ppo_does_not_learn_from_invalid_rows():
 
 @pytest.mark.slow
 def test_numpy_vectorised_cartpole_is_solved_on_a_cluster(dask_client, tmp_path):
-    config = ExperimentConfig(name="vector-cartpole", env=EnvConfig(id="CartPole-v1", vector=True),
-                              actors=ActorConfig(workers=2, ring_size=2, envs_per_group=16, fragment_length=64),
-                              ppo=solving_ppo())
-    run = launch(config, client=dask_client, run_dir=str(tmp_path))
+    """The shipped preset: numpy-vectorised CartPole, one actor, large batches (srl_lab.presets)."""
+    run = launch(fast_cartpole(), client=dask_client, run_dir=str(tmp_path))
     try:
-        status = run.wait(target_return=SOLVED, seconds=420, progress=False)
+        status = run.wait(target_return=SOLVED, seconds=300, progress=False)
     finally:
         result = run.stop()
     assert status["mean_return_last_20"] >= SOLVED, (status, result)

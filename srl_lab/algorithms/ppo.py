@@ -56,7 +56,7 @@ class PPO(Algorithm):
             raise TypeError("ppo.norm_obs needs a policy with an obs_normalizer, e.g. a subclass of "
                             "srl_lab.models.actor_critic.ActorCriticPolicy; or set norm_obs=False")
         self.recurrent = policy.recurrent
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5, fused=True)
         self.value_normalizer = ValueNormalizer(config.value_norm_beta) if config.norm_value else None
         self.env_steps_trained = 0
 

@@ -10,10 +10,44 @@ from torch.distributions import Distribution
 from srl_lab.api.policy import ActionHead, Policy, layer_init
 
 
+def _tanh_by_sigmoid(x: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(x * 2).mul_(2).sub_(1)  # = tanh(x), within 2e-7 of torch.tanh
+
+
+class _TanhBySigmoid(torch.autograd.Function):
+    """tanh's value from sigmoid, tanh's own backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = _tanh_by_sigmoid(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class Tanh(nn.Module):
+    """``nn.Tanh`` at a third of its cost on large CPU batches: torch's CPU tanh is about 4x slower
+    than its sigmoid (0.9 vs 0.2 ms for 4096 x 64 on one core), and it was most of a small MLP's
+    forward pass. Small tensors keep torch's tanh, cheaper than the extra calls."""
+
+    SMALL = 8192  # elements
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.numel() < self.SMALL:
+            return torch.tanh(x)
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _TanhBySigmoid.apply(x)
+        return _tanh_by_sigmoid(x)
+
+
 def mlp(in_dim: int, hidden: tuple[int, ...]) -> nn.Sequential:
     layers: list[nn.Module] = []
     for width in hidden:
-        layers += [layer_init(nn.Linear(in_dim, width)), nn.Tanh()]
+        layers += [layer_init(nn.Linear(in_dim, width)), Tanh()]
         in_dim = width
     return nn.Sequential(*layers)
 
