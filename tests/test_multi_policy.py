@@ -19,6 +19,7 @@ from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfi
                             PPOConfig, TrainerConfig)
 from srl_lab.envs.factory import make_split
 from srl_lab.system.controller import Run, launch
+from srl_lab.system.fragments import check_spaces
 
 POINTER_STEPS, HORIZON = 5, 8
 
@@ -92,6 +93,17 @@ def test_each_policy_plays_its_own_rows_with_its_own_spaces():
         env.close()
 
 
+def test_a_trainer_takes_only_rows_shaped_like_its_policys_spaces():
+    env = PointAndMatch()
+    spaces = {agent: (env.observation_space(agent), env.action_space(agent)) for agent in env.possible_agents}
+    for agent, other in (("pointer", "matcher"), ("matcher", "pointer")):
+        rows = {"obs": np.zeros((16, 8, *spaces[agent][0].shape), np.float32), "actions": np.zeros((16, 8), np.int64)}
+        assert check_spaces(rows, *spaces[agent]) is None
+        assert "obs rows have shape" in check_spaces(rows, *spaces[other])
+    wrong_actions = {"obs": np.zeros((16, 8, 3), np.float32), "actions": np.zeros((16, 8, 2), np.int64)}
+    assert "actions rows have shape (2,)" in check_spaces(wrong_actions, *spaces["pointer"])
+
+
 def test_a_mapping_to_no_known_policy_names_the_agent():
     with pytest.raises(ConfigError, match="policy_mapping.*'matcher' is mapped to 'nobody'"):
         config(policy_mapping={"pointer": "pointer", "matcher": "nobody"}).validate()
@@ -113,8 +125,11 @@ def test_two_policies_each_learn_their_agents_with_their_own_books(dask_client, 
         assert books["fragments_produced"] == books["fragments_consumed"] + books["dropped_stale"], result
     assert result["policies"]["pointer"]["mean_return_last_20"] >= 4.0, result
     assert result["policies"]["matcher"]["mean_return_last_20"] >= 7.0, result
-    assert result["rejected"] == 0, result  # every fragment fitted the trainer it was sent to
+    # trainers refuse rows not shaped like their policy's spaces: every fragment carried only its policy's rows
+    assert result["rejected"] == 0, result
     assert set(run.final_weights_by_policy) == {"pointer", "matcher"}
+    folders = sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.startswith("checkpoints"))
+    assert folders == ["checkpoints@matcher", "checkpoints@pointer"]  # no empty single-policy folder
 
 
 def _wait_until_learned(run, timeout_s: float) -> bool:

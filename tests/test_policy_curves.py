@@ -200,6 +200,9 @@ def test_panel_shows_each_policy_in_header_table_and_pools(tmp_path):
         assert "data-worker='trainer-1' data-role='trainer' data-state='interrupted'" in panel.table.value
         assert "data-policy='matcher'" in panel.table.value and panel.pools.value == ""
         status = history.status()
+        log = log_from(two_policy_records())
+        assert status["policies"] == {p: {"version": 29, "mean_return_last_20": returns_of(log, p)[-20:].mean()}
+                                      for p in POLICIES}
         history.status = lambda: {**status, "pools": POOLS, "policies": {p: {"version": 5} for p in POLICIES}}
         panel.refresh()
         assert "data-policy='pointer'" in panel.pools.value

@@ -117,6 +117,27 @@ def test_a_resumed_run_appends_past_the_earlier_points_without_rewriting_them(tm
     assert [e.step for e in scalars["throughput/trained_rows_per_s"]] == [1000, 2000]  # not across the gap
 
 
+def test_several_policies_write_their_own_tags_and_keep_their_held_episodes(tmp_path):
+    def of(policy: str, consumed: int, time: float, returns: list[float], version: int) -> dict:
+        record = trainer(consumed, time, [{"return": r, "policy": policy} for r in returns], version)
+        return {**record, "srl_worker": f"trainer-0@{policy}", "policy": policy}
+
+    feed(MetricsLog(None), tmp_path, [
+        of("scout", 1000, 100.0, [1.0, 3.0], 1),
+        of("guard", 500, 100.5, [10.0], 1),  # the step is the policies' sum: 1500
+        of("guard", 500, 101.0, [20.0], 1),  # held for the guard, not merged into the scout's next point
+        of("scout", 2000, 101.5, [5.0], 2),  # 2500
+        of("guard", 1000, 102.0, [30.0], 2),  # 3000, with the held 20
+    ])
+    scalars = event_scalars(tmp_path)
+    assert points(scalars, "episode/scout/return") == [(1000, 2.0), (2500, 5.0)]
+    assert points(scalars, "episode/guard/return") == [(1500, 10.0), (3000, 25.0)]
+    assert points(scalars, "policy/guard/version") == [(1500, 1), (3000, 2)]
+    assert points(scalars, "train/scout/policy_loss") == [(1000, -0.01), (2500, -0.02)]
+    assert not {"episode/return", "train/policy_loss", "policy/version"} & set(scalars)
+    assert [e.step for e in scalars["throughput/trained_rows_per_s"]] == [1500, 2500, 3000]
+
+
 def test_video_round_trip(tmp_path):
     width, height = 24, 16
     frames = [Image.new("RGB", (width, height), color) for color in ("red", "green", "blue")]

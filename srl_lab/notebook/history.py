@@ -13,7 +13,7 @@ from typing import Any
 
 from srl_lab.curves import render_png
 from srl_lab.notebook.table import reported_workers
-from srl_lab.system.metrics import MetricsLog
+from srl_lab.system.metrics import MetricsLog, policy_returns
 
 
 class RunHistory:
@@ -44,11 +44,23 @@ class RunHistory:
         latest = self.metrics.workers()
         trainer = latest.get("trainer-0", {})
         workers = reported_workers(latest, lambda r: r.get("state") or self.state)
+        pooled = sorted(self.metrics.pool_results)
         return {"run_id": self.run_id, "run_dir": self.run_dir, "stopped": True, "state": self.state,
                 "workers": workers, "actors": 0, "env_steps": self.metrics.env_steps(),
                 "env_steps_per_s": 0.0, "version": trainer.get("version", 0),
                 "episodes": len(self.metrics.episodes), "mean_return_last_20": self.metrics.mean_return(20),
-                "dashboard": None}
+                "dashboard": None, **({"policies": policies} if (policies := self._policies()) else {}),
+                **({"pools": {p: self.metrics.pool_table(p) for p in pooled}} if pooled else {})}
+
+    def _policies(self) -> dict[str, dict[str, Any]]:
+        """Several policies: each one's last reported version and recent mean return (empty for one)."""
+        versions: dict[str, int] = {}
+        for record in self.metrics.workers("trainer").values():
+            if record.get("policy") is not None:
+                versions[record["policy"]] = max(versions.get(record["policy"], 0), int(record.get("version", 0)))
+        returns = policy_returns(self.metrics)
+        return {p: {"version": v, "mean_return_last_20": returns.get(p, float("nan"))}
+                for p, v in sorted(versions.items())}
 
     def png(self, x: str = "env_steps") -> bytes:
         """The learning curves as PNG bytes (the same figure a live panel shows); ``x``: "env_steps" or "time"."""

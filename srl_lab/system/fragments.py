@@ -142,6 +142,27 @@ def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
     return None
 
 
+def check_spaces(arrays: dict[str, Any], observation_space: Any, action_space: Any) -> str | None:
+    """Why a well-formed fragment's rows do not fit a policy's spaces, or None: a trainer takes only
+    rows shaped like its own policy's observations and actions (not another policy's)."""
+    import gymnasium as gym
+
+    obs = arrays["obs"]
+    if isinstance(observation_space, gym.spaces.Dict):
+        if not isinstance(obs, dict) or set(obs) != set(observation_space.spaces):
+            return f"obs keys {sorted(obs) if isinstance(obs, dict) else 'none'} differ from the policy's " \
+                   f"{sorted(observation_space.spaces)}"
+        parts = [(f"obs[{k!r}]", obs[k], space.shape) for k, space in observation_space.spaces.items()]
+    else:
+        parts = [("obs", obs, observation_space.shape)]
+    if isinstance(action_space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+        parts.append(("actions", arrays["actions"], action_space.shape))
+    for name, leaf, shape in parts:
+        if shape is not None and not isinstance(leaf, dict) and tuple(leaf.shape[2:]) != tuple(shape):
+            return f"{name} rows have shape {tuple(leaf.shape[2:])}, the policy's space {tuple(shape)}"
+    return None
+
+
 def batch_fragments(fragments: list[dict[str, Any]]) -> dict[str, Any]:
     """Concatenate fragments along the row axis: ``[T, B1+B2+...]`` (``last_value`` along rows).
 

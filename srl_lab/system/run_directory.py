@@ -1,5 +1,5 @@
-"""A run's directory: ``config.json``, ``metrics.jsonl``, TensorBoard events, ``checkpoints/``,
-``curve.png`` and ``result.json``.
+"""A run's directory: ``config.json``, ``metrics.jsonl``, TensorBoard events, ``checkpoints/`` (with
+several policies, ``checkpoints@<policy>/`` each), ``curve.png`` and ``result.json``.
 
 A fresh run refuses a directory holding checkpoints of an earlier one (it would otherwise continue
 from them by accident); ``Run.resume(run_dir)`` continues such a run and keeps the list of the run
@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from srl_lab.config import ConfigError, ExperimentConfig
+from srl_lab.policies import policy_ids
 from srl_lab.system import checkpoints
 
 RUN_ID_KEYS = ("run_id", "run_ids")  # config.json keys that are not config fields
@@ -22,7 +23,8 @@ def prepare(run_dir: str, run_id: str, config: ExperimentConfig, resumed: bool) 
     if not resumed and any(checkpoints.paths(folder) for folder in checkpoints.all_folders(run_dir)):
         raise ConfigError("run_dir", f"{run_dir} holds checkpoints of an earlier run",
                           "continue it with Run.resume(run_dir), or choose an empty run directory")
-    os.makedirs(checkpoints.folder(run_dir), exist_ok=True)
+    for policy in policy_ids(config):
+        os.makedirs(checkpoints.folder(run_dir, policy), exist_ok=True)
     path = os.path.join(run_dir, "config.json")
     earlier = read_json(path).get("run_ids", []) if resumed else []
     with open(path, "w") as f:

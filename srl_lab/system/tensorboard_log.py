@@ -46,7 +46,9 @@ class TensorBoardLog:
 
     A tag's steps strictly increase: a trainer report whose step has not advanced (the trainer
     reports between updates, or restarted from an older checkpoint) is held, its episodes merged into
-    the next report that advances. A resumed run's points start past those already on disk.
+    the next report of the same policy that advances. A resumed run's points start past those already
+    on disk. With several policies a trainer's episode, training and version tags name its policy
+    after their section (``episode/<policy>/return``, ``train/<policy>/policy_loss``).
     """
 
     def __init__(self, run_dir: str):
@@ -57,8 +59,8 @@ class TensorBoardLog:
         self._lock = threading.RLock()  # metrics arrive on the client's event loop, videos and close elsewhere
         self._step: int | None = None  # points go strictly above this step: the last one written
         self._last: tuple[float, int, int] | None = None  # (time, step, actor env steps) of this log's last point
-        self._held: list[Mapping[str, Any]] = []  # episodes of reports that did not advance the step
-        self._held_time = 0.0
+        # per policy (None: the only one), episodes of reports that did not advance the step, and their time
+        self._held: dict[str | None, tuple[list[Mapping[str, Any]], float]] = {}
 
     @_safely
     def add(self, record: dict[str, Any], metrics: MetricsLog) -> None:
@@ -68,14 +70,17 @@ class TensorBoardLog:
         if self._step is None:
             self._step = _earlier_top(metrics)
         step, walltime = metrics.trained_env_steps(), float(record.get("time") or time.time())
-        episodes = [*self._held, *(e for e in record.get("episodes") or () if isinstance(e, Mapping))]
+        policy = record.get("policy")
+        held, _ = self._held.pop(policy, ([], walltime))
+        episodes = [*held, *(e for e in record.get("episodes") or () if isinstance(e, Mapping))]
         if step <= self._step:
-            self._held, self._held_time = episodes, walltime
+            if episodes:
+                self._held[policy] = (episodes, walltime)
             return
-        self._held = []
         scalars = dict(_episode_scalars(episodes))
         scalars.update(_flatten("train", record.get("train") or {}))
         scalars["policy/version"] = as_float(record.get("version"))
+        scalars = {_scoped(tag, policy): value for tag, value in scalars.items()}
         env_steps = metrics.env_steps()
         if self._last is not None and walltime > self._last[0]:
             elapsed = walltime - self._last[0]
@@ -110,8 +115,9 @@ class TensorBoardLog:
     @_safely
     def _flush_held(self) -> None:
         step = (self._step or 0) + 1
-        self._write(dict(_episode_scalars(self._held)), step, self._held_time)
-        self._held, self._step = [], step
+        for policy, (episodes, walltime) in self._held.items():
+            self._write({_scoped(tag, policy): v for tag, v in _episode_scalars(episodes)}, step, walltime)
+        self._held, self._step = {}, step
 
     def _write(self, scalars: dict[str, float], step: int, walltime: float) -> None:
         writer = self._summary_writer()
@@ -136,6 +142,14 @@ def _earlier_top(metrics: MetricsLog) -> int:
     (its trainer reports are in ``metrics``, replayed, all but the newest), else from step 0."""
     earlier = [row["env_steps"] for row in metrics.train[:-1]]
     return max(earlier) + 1 if earlier else -1  # + 1: that run may have written its held episodes there
+
+
+def _scoped(tag: str, policy: str | None) -> str:
+    """``section/rest`` -> ``section/<policy>/rest`` for a policy of several (None: unchanged)."""
+    if policy is None:
+        return tag
+    section, _, rest = tag.partition("/")
+    return f"{section}/{policy}/{rest}"
 
 
 def _episode_scalars(episodes: list[Mapping[str, Any]]) -> Iterator[tuple[str, float]]:

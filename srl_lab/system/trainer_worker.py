@@ -33,7 +33,7 @@ from srl_lab.policies import DEFAULT, service, trainer_slots
 from srl_lab.system import checkpoints
 from srl_lab.system.control import WorkerContext, checkpoint_path_name, expected_fragments_name, limit_threads
 from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken
-from srl_lab.system.fragments import check_fragment
+from srl_lab.system.fragments import check_fragment, check_spaces
 from srl_lab.system.learner import Learner
 from srl_lab.system.opponent_pool import PoolKeeper
 from srl_lab.system.parameters import ParameterService
@@ -96,7 +96,8 @@ class Trainer(Learner):
         _, _, meta, arrays = msg
         try:
             key, seq, episodes, env_errors = read_fragment_meta(meta)
-            problem = check_fragment(arrays, self.config.actors.fragment_length)
+            problem = (check_fragment(arrays, self.config.actors.fragment_length)
+                       or check_spaces(arrays, self.policy.observation_space, self.policy.action_space))
             if problem:
                 raise Refused(problem)
         except Refused as refused:
