@@ -115,7 +115,10 @@ def test_a_mapping_to_no_known_policy_names_the_agent():
 def test_two_policies_each_learn_their_agents_with_their_own_books(dask_client, tmp_path):
     run = launch(config(), client=dask_client, run_dir=str(tmp_path / "run"))
     try:
+        run.wait(env_steps=2000, seconds=60, progress=False)
+        assert run.scale(actors=2)["actors"] == 2  # the actor control scales a run of several policies live
         deadline_reached = _wait_until_learned(run, timeout_s=150)
+        assert sum(w["role"] == "actor" for w in run.status()["workers"]) == 2
     finally:
         result = run.stop()
     assert deadline_reached, result
