@@ -13,7 +13,8 @@ from typing import Any
 
 from srl_lab.curves import render_png
 from srl_lab.notebook.table import reported_workers
-from srl_lab.system.metrics import MetricsLog, policy_returns
+from srl_lab.system.metrics import MetricsLog
+from srl_lab.system.run_status import policy_summaries
 
 
 class RunHistory:
@@ -58,9 +59,7 @@ class RunHistory:
         for record in self.metrics.workers("trainer").values():
             if record.get("policy") is not None:
                 versions[record["policy"]] = max(versions.get(record["policy"], 0), int(record.get("version", 0)))
-        returns = policy_returns(self.metrics)
-        return {p: {"version": v, "mean_return_last_20": returns.get(p, float("nan"))}
-                for p, v in sorted(versions.items())}
+        return policy_summaries(self.metrics, dict(sorted(versions.items())))
 
     def png(self, x: str = "env_steps") -> bytes:
         """The learning curves as PNG bytes (the same figure a live panel shows); ``x``: "env_steps" or "time"."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from srl_lab.api.tree import tree_concat, tree_first_leaf, tree_map, tree_stack
@@ -145,8 +146,6 @@ def check_fragment(arrays: dict[str, Any], length: int) -> str | None:
 def check_spaces(arrays: dict[str, Any], observation_space: Any, action_space: Any) -> str | None:
     """Why a well-formed fragment's rows do not fit a policy's spaces, or None: a trainer takes only
     rows shaped like its own policy's observations and actions (not another policy's)."""
-    import gymnasium as gym
-
     obs = arrays["obs"]
     if isinstance(observation_space, gym.spaces.Dict):
         if not isinstance(obs, dict) or set(obs) != set(observation_space.spaces):

@@ -9,6 +9,7 @@ from srl_lab.system.supervisor import worker_state
 
 if TYPE_CHECKING:
     from srl_lab.system.controller import Run
+    from srl_lab.system.metrics import MetricsLog
 
 SILENT_AFTER_S = 5.0  # a worker is called silent after this long without a heartbeat
 TRAINER_TOTALS = ("fragments_consumed", "dropped_stale", "rejected", "unauthenticated")
@@ -67,6 +68,11 @@ def _policies(run: "Run", latest: dict[str, dict[str, Any]]) -> dict[str, dict[s
     first_trainer = {}
     for index, (policy, _) in enumerate(trainer_slots(run.config)):
         first_trainer.setdefault(policy, f"trainer-{index}")
-    return {policy: {"version": latest.get(trainer, {}).get("version", 0),
-                     "mean_return_last_20": run.metrics.mean_return(20, f"return/{policy}")}
-            for policy, trainer in first_trainer.items()}
+    return policy_summaries(run.metrics, {policy: latest.get(trainer, {}).get("version", 0)
+                                          for policy, trainer in first_trainer.items()})
+
+
+def policy_summaries(metrics: "MetricsLog", versions: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Each policy's version (as given) and its mean return over its last 20 episodes."""
+    return {policy: {"version": version, "mean_return_last_20": metrics.mean_return(20, f"return/{policy}")}
+            for policy, version in versions.items()}
