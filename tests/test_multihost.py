@@ -6,6 +6,7 @@ tcp (ipc is only for peers with the same hostname). The test process joins throu
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -13,11 +14,11 @@ import time
 import netns
 import pytest
 
-from srl_lab.config import ActorConfig, ExperimentConfig, InferenceConfig
+from srl_lab.config import ExperimentConfig, InferenceConfig
+from srl_lab.presets import fast_cartpole
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
-from runs import solving_ppo
 
 SOLVED = 475.0
 SCHEDULER_PORT = 8786
@@ -27,11 +28,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cartpole() -> ExperimentConfig:
-    # The settings of test_runtime's CartPole run that reaches 475 quickly.
-    return ExperimentConfig(
-        name="test-multihost",
-        actors=ActorConfig(workers=2, ring_size=2, envs_per_group=8, fragment_length=64),
-        inference=InferenceConfig(mode="remote", policy_workers=1), ppo=solving_ppo())
+    """The fast CartPole preset on two actors with a remote policy worker: large inference batches
+    cross the hosts, and it reaches 475 in seconds once the cluster is up."""
+    return dataclasses.replace(fast_cartpole(actors=2, name="test-multihost"),
+                               inference=InferenceConfig(mode="remote", policy_workers=1))
 
 
 def _probe(endpoints: dict[str, dict]) -> dict:

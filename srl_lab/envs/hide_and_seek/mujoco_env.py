@@ -57,19 +57,18 @@ class HideAndSeekMujoco(HideAndSeekGroup):
         actions = self._check_actions(actions)
         obs, finals, episodes = [], {}, []
         reward = np.zeros((self.num_envs, self.num_agents), dtype=np.float32)
-        truncated = np.zeros(self.num_envs, dtype=bool)
-        errors = 0
+        over = np.zeros(self.num_envs, dtype=bool)  # the game reached its horizon
+        failed = np.zeros(self.num_envs, dtype=bool)  # cut short by an error: truncated, not over
         for i, ep in enumerate(self._episodes):
             try:
-                last, reward[i], truncated[i] = ep.step(actions[i])
+                last, reward[i], over[i] = ep.step(actions[i])
             except Exception:  # e.g. unstable physics: reset the environment and count it, never fatal
                 logger.exception("hide-and-seek env %d raised in step(); resetting it", i)
-                errors += 1
-                last, truncated[i] = ep.obs, True
+                last, failed[i] = ep.obs, True
             else:
-                if truncated[i]:
+                if over[i]:
                     episodes.append(ep.stats())
-            if truncated[i]:
+            if over[i] or failed[i]:
                 finals[i] = last
                 self._episodes[i] = self._new_episode(i)
             obs.append(self._episodes[i].obs)
@@ -79,8 +78,8 @@ class HideAndSeekMujoco(HideAndSeekGroup):
             for i, last in finals.items():
                 for k, v in last.items():
                     final_obs[k][i] = v
-        return StepResult(self._stack(obs), reward, np.zeros(self.num_envs, dtype=bool), truncated,
-                          final_obs, episodes, errors)
+        return StepResult(self._stack(obs), reward, over, failed,
+                          final_obs, episodes, int(failed.sum()))
 
     def close(self) -> None:
         self._episodes = []

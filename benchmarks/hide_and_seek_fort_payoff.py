@@ -1,0 +1,100 @@
+"""Does a fort pay against a run's trained seeker? Hand-built scenes at the end of preparation.
+
+Loads the newest checkpoint of a finished lite-quadrant run (``--run-dir``, e.g. one of
+``hide_and_seek_learning.py``) and plays its policy for both teams from scenes that start at the
+first play step, in a quadrant room with one 2-cell door and two cubes:
+
+- ``fort``: a cube locked by the hiders stands inside the room in front of the door;
+- ``unlocked_at_door``: the same cube there, unlocked (the seeker can push it away);
+- ``open``: that cube far from the door.
+
+The hider, the seeker (outside the room) and their headings are drawn per env from a fixed seed, the
+same in every arm. The hider either acts with the policy or stands still. Reports the fraction of
+play steps on which the hider stays hidden, per arm. If ``fort`` is not clearly above ``open``, a
+policy that learned forts would gain nothing by them in this env, and the fort milestone would
+measure nothing a learner could want; if it is, what self-play lacks is finding the fort.
+
+How it could mislead: the scenes fix one door position and one room shape, so they measure the
+payoff of this fort, not of every fort; a seeker the run never trained to enter the room would make
+every arm look alike (check ``open`` against ``hide_and_seek_learning.py``'s hidden fraction).
+
+The last stdout line is one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from srl_lab.api.policy import obs_to_tensor
+from srl_lab.envs.factory import make_policy, probe_env
+from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
+from srl_lab.envs.hide_and_seek.scene import HIDER, SEEKER, Agent, Box, Scene, Wall
+from srl_lab.system import checkpoints
+from srl_lab.system.actor_ring import flatten_rows
+from srl_lab.system.run_directory import config_to_resume
+
+DOOR = (4.2, 4.6)  # the door's span on the room's vertical wall x = 3
+OUTER = spec.OUTER_WALL_HEIGHT
+WALLS = [Wall(0, 0, 6, 0, OUTER), Wall(0, 6, 6, 6, OUTER), Wall(0, 0, 0, 6, OUTER), Wall(6, 0, 6, 6, OUTER),
+         Wall(3, 3, 3, DOOR[0]), Wall(3, DOOR[1], 3, 6), Wall(3, 3, 6, 3)]
+STILL = (5, 5, 5, 0, 0)  # no force, no torque, no grab, no lock
+ARMS = ("fort", "unlocked_at_door", "open")
+
+
+def scene(arm: str, index: int, prep_steps: int) -> Scene:
+    """Env ``index``'s scene of ``arm``: agents drawn from ``index``, the door cube per arm."""
+    rng = np.random.default_rng(index)
+    hider = Agent(float(rng.uniform(4.0, 5.6)), float(rng.uniform(3.4, 5.6)), float(rng.uniform(-3, 3)), HIDER)
+    seeker = Agent(float(rng.uniform(0.5, 2.5)), float(rng.uniform(0.5, 5.5)), float(rng.uniform(-3, 3)), SEEKER)
+    front_of_door = 3.0 + spec.WALL_THICKNESS / 2 + spec.BOX_SIZE / 2, sum(DOOR) / 2
+    door_cube = {"fort": Box(*front_of_door, locked_by=HIDER), "unlocked_at_door": Box(*front_of_door),
+                 "open": Box(4.6, 5.4)}[arm]
+    return Scene(agents=[hider, seeker], walls=WALLS, boxes=[door_cube, Box(5.5, 3.5)], t=prep_steps)
+
+
+def hidden_fraction(policy, arm: str, hider_acts: bool, envs: int) -> float:
+    """Mean fraction of play steps hidden over ``envs`` episodes played from ``arm``'s scenes."""
+    env = HideAndSeekLite(envs, scenario="quadrant", n_hiders=1, n_seekers=1, seed=0)
+    env.reset(seed=0)
+    rows = [env.load_scene(e, scene(arm, e, env.prep_steps)) for e in range(envs)]
+    obs = {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+    with torch.no_grad():
+        while True:
+            actions = policy.act(obs_to_tensor(flatten_rows(obs, envs * 2))).actions.numpy().reshape(envs, 2, -1)
+            if not hider_acts:
+                actions[:, 0] = STILL
+            result = env.step(actions)
+            if result.episodes:  # every env started at the same step, so all end together
+                return float(np.mean([e["hidden_fraction"] for e in result.episodes]))
+            obs = result.obs
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run with a checkpoint")
+    parser.add_argument("--envs", type=int, default=128, help="episodes per arm")
+    args = parser.parse_args(argv)
+    config = config_to_resume(args.run_dir)
+    found = checkpoints.load_latest(checkpoints.folder(args.run_dir))
+    if found is None:
+        parser.error(f"{args.run_dir} has no checkpoint to load a policy from")
+    path, state = found
+    probe = probe_env(config)
+    policy = make_policy(config, probe.observation_space, probe.action_space, probe)
+    policy.load_state_dict(state["algorithm"]["policy"])
+    policy.eval()
+    hidden = {f"{arm}/{'policy' if acts else 'still'}_hider": hidden_fraction(policy, arm, acts, args.envs)
+              for arm in ARMS for acts in (True, False)}
+    for name, value in hidden.items():
+        print(f"{name:32s} hidden on {100 * value:5.1f} % of play steps")
+    print(json.dumps({"checkpoint": path, "version": state["version"], "episodes_per_arm": args.envs,
+                      "hidden_fraction": hidden,
+                      "fort_payoff_pts": 100 * (hidden["fort/policy_hider"] - hidden["open/policy_hider"])}))
+
+
+if __name__ == "__main__":
+    main()
