@@ -66,11 +66,11 @@ class FixedParams:
         pass
 
 
-def local_client() -> Iterator[Any]:
-    """A client of a fresh 5-process LocalCluster (the largest topology under test plus a spare)."""
+def local_client(n_workers: int = 5) -> Iterator[Any]:
+    """A client of a fresh LocalCluster; 5 processes fit the largest topology under test plus a spare."""
     from distributed import Client
 
-    local = clusters.local(n_workers=5, dashboard_address=None)
+    local = clusters.local(n_workers=n_workers, dashboard_address=None)
     client = Client(local)
     yield client
     client.close()
