@@ -28,13 +28,21 @@ against the trained seeker, not a random one, since hiders that start in the roo
 hidden from a random seeker on ~93 % of play steps. The fort rate comes from self-play episodes, so a
 hider that blocks doors only against a frozen opponent would not show up in it.
 
-One 30-minute run of the defaults on 2 cores (1 actor + 1 trainer, 11.7 M env steps, 1,908 updates),
-after the game's end at its horizon became a termination (no value bootstrapped past it): seekers
-learned to enter the room within a minute (seeker_in_room ~0.7 by 6 M samples trained, hidden
-fraction 0.95 -> 0.57), then hiders answered by leaving the room in part (hider_in_room 1.0 -> ~0.64)
-and the hidden fraction recovered to ~0.74. No fort (fort_rate 0.008, doors_blocked_prep ~0.01).
-seeker_gain_pts 33.5, hider_gain_pts 16.7. Before that change (horizon as a truncation) two runs
-scored 12.9 / -5.5 and 36.1 / 20.4; gamma 0.99 instead of 0.998 gave 27.5 / 4.3 and no box carrying.
+One 30-minute run of the defaults on 2 cores (gamma 0.998; 1 actor + 1 trainer, 14.6 M env steps,
+2,373 updates): seekers learned to enter the room within a minute (seeker_in_room ~0.7, hidden
+fraction 0.95 -> ~0.6), hiders answered by carrying boxes in preparation (max_box_move_prep ~0.3 m
+-> ~1.5 m from ~6 M samples trained) and locking them, staying in the room until ~19 M samples and
+partly leaving it after (hider_in_room ~0.75 at the end); the hidden fraction recovered to ~0.75.
+No fort (fort_rate 0.012, doors_blocked_prep ~0.02-0.03). seeker_gain_pts 36.1, hider_gain_pts
+20.4. The same run with gamma 0.99 (the earlier default): no box carrying, hiders left the room at
+~4 M samples, fort_rate 0.0004, seeker_gain_pts 27.5, hider_gain_pts 4.3.
+
+The same benchmark with the horizon reported as a termination instead of a truncation (no value
+bootstrapped past the last play step; an experiment, not shipped): seeker_gain_pts 33.5,
+hider_gain_pts 16.7, fort_rate 0.008, seekers in the room within a minute, hiders later leaving it
+in part. It was not kept: two 3-minute `make demo` runs of it ended with the trained seeker seeing a
+random hider on 11 % and 8 % of play steps, against 16 % and 27 % with the truncation.
+
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on that run's final policy (one door
 closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 % of play steps,
 against 75.5 % with the cube elsewhere (a hider standing still: 100 % against 33 %). What self-play

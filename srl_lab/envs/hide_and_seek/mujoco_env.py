@@ -57,18 +57,19 @@ class HideAndSeekMujoco(HideAndSeekGroup):
         actions = self._check_actions(actions)
         obs, finals, episodes = [], {}, []
         reward = np.zeros((self.num_envs, self.num_agents), dtype=np.float32)
-        over = np.zeros(self.num_envs, dtype=bool)  # the game reached its horizon
-        failed = np.zeros(self.num_envs, dtype=bool)  # cut short by an error: truncated, not over
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        errors = 0
         for i, ep in enumerate(self._episodes):
             try:
-                last, reward[i], over[i] = ep.step(actions[i])
+                last, reward[i], truncated[i] = ep.step(actions[i])
             except Exception:  # e.g. unstable physics: reset the environment and count it, never fatal
                 logger.exception("hide-and-seek env %d raised in step(); resetting it", i)
-                last, failed[i] = ep.obs, True
+                errors += 1
+                last, truncated[i] = ep.obs, True
             else:
-                if over[i]:
+                if truncated[i]:
                     episodes.append(ep.stats())
-            if over[i] or failed[i]:
+            if truncated[i]:
                 finals[i] = last
                 self._episodes[i] = self._new_episode(i)
             obs.append(self._episodes[i].obs)
@@ -78,8 +79,8 @@ class HideAndSeekMujoco(HideAndSeekGroup):
             for i, last in finals.items():
                 for k, v in last.items():
                     final_obs[k][i] = v
-        return StepResult(self._stack(obs), reward, over, failed,
-                          final_obs, episodes, int(failed.sum()))
+        return StepResult(self._stack(obs), reward, np.zeros(self.num_envs, dtype=bool), truncated,
+                          final_obs, episodes, errors)
 
     def close(self) -> None:
         self._episodes = []

@@ -19,9 +19,7 @@ What a variant must support:
   axis-aligned; a ramp is given by its centre and the direction it rises towards (``yaw``). Either
   may start locked by a team (``locked_by``: ``HIDER`` or ``SEEKER``).
 * **Time** — ``t`` steps of the episode have elapsed: the preparation phase lasts while
-  ``t < round(PREP_FRACTION * horizon)``; the game ends when ``t`` reaches the horizon, reported as
-  ``terminated`` (as the original's ``done``): no reward follows, so a learner must not bootstrap
-  a value past it.
+  ``t < round(PREP_FRACTION * horizon)``, and the episode is truncated when ``t`` reaches the horizon.
 * The scene counts as the previous step: its visibility masks (135° cone and line of sight) are what
   grab and lock check on the next ``step``. Nothing is held after loading; episode statistics start
   over from the loaded state. Rewards follow the env's ``scenario`` (play area and penalties).
