@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 
+import cloudpickle
 import numpy as np
 import torch
 
@@ -35,12 +36,12 @@ from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.envs.hide_and_seek.scene import HIDER, SEEKER, Agent, Box, Scene, Wall
 from srl_lab.system import checkpoints
 from srl_lab.system.actor_ring import flatten_rows
-from srl_lab.system.run_directory import config_to_resume
 
 DOOR = (4.2, 4.6)  # the door's span on the room's vertical wall x = 3
 OUTER = spec.OUTER_WALL_HEIGHT
 WALLS = [Wall(0, 0, 6, 0, OUTER), Wall(0, 6, 6, 6, OUTER), Wall(0, 0, 0, 6, OUTER), Wall(6, 0, 6, 6, OUTER),
          Wall(3, 3, 3, DOOR[0]), Wall(3, DOOR[1], 3, 6), Wall(3, 3, 6, 3)]
+FRONT_OF_DOOR = (3.0 + spec.WALL_THICKNESS / 2 + spec.BOX_SIZE / 2, sum(DOOR) / 2)  # a cube's centre, inside
 STILL = (5, 5, 5, 0, 0)  # no force, no torque, no grab, no lock
 ARMS = ("fort", "unlocked_at_door", "open")
 
@@ -50,8 +51,7 @@ def scene(arm: str, index: int, prep_steps: int) -> Scene:
     rng = np.random.default_rng(index)
     hider = Agent(float(rng.uniform(4.0, 5.6)), float(rng.uniform(3.4, 5.6)), float(rng.uniform(-3, 3)), HIDER)
     seeker = Agent(float(rng.uniform(0.5, 2.5)), float(rng.uniform(0.5, 5.5)), float(rng.uniform(-3, 3)), SEEKER)
-    front_of_door = 3.0 + spec.WALL_THICKNESS / 2 + spec.BOX_SIZE / 2, sum(DOOR) / 2
-    door_cube = {"fort": Box(*front_of_door, locked_by=HIDER), "unlocked_at_door": Box(*front_of_door),
+    door_cube = {"fort": Box(*FRONT_OF_DOOR, locked_by=HIDER), "unlocked_at_door": Box(*FRONT_OF_DOOR),
                  "open": Box(4.6, 5.4)}[arm]
     return Scene(agents=[hider, seeker], walls=WALLS, boxes=[door_cube, Box(5.5, 3.5)], t=prep_steps)
 
@@ -78,11 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run with a checkpoint")
     parser.add_argument("--envs", type=int, default=128, help="episodes per arm")
     args = parser.parse_args(argv)
-    config = config_to_resume(args.run_dir)
     found = checkpoints.load_latest(checkpoints.folder(args.run_dir))
     if found is None:
         parser.error(f"{args.run_dir} has no checkpoint to load a policy from")
     path, state = found
+    config = cloudpickle.loads(state["config_pickle"])  # the run's exact config, saved with its weights
     probe = probe_env(config)
     policy = make_policy(config, probe.observation_space, probe.action_space, probe)
     policy.load_state_dict(state["algorithm"]["policy"])
