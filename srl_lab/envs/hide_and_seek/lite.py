@@ -75,8 +75,8 @@ class HideAndSeekLite(HideAndSeekGroup):
         self._oi = np.zeros((n, o, 4), np.int64)
         self._walls = np.zeros((n, MAX_WALLS, 4))
         self._n_walls = np.zeros(n, np.int64)
-        self._doors = np.zeros((n, spec.MAX_DOORS, spec.DOOR_DIM), spec.OBS_DTYPE)
-        self._door_mask = np.zeros((n, spec.MAX_DOORS), spec.OBS_DTYPE)
+        self._doors = np.zeros((n, self.layout.n_doors, spec.DOOR_DIM), spec.OBS_DTYPE)
+        self._door_mask = np.zeros((n, self.layout.n_doors), spec.OBS_DTYPE)
         self._held = np.full((n, a), -1, np.int64)
         self._hoff = np.zeros((n, a, 2))
         self._vis = np.zeros((n, a, a + o), np.uint8)
@@ -238,7 +238,7 @@ class HideAndSeekLite(HideAndSeekGroup):
 
     def _find_doors(self, envs: np.ndarray) -> None:
         """Door features of ``envs`` from their walls (doors stay put for a whole episode)."""
-        slots = np.arange(spec.MAX_DOORS)
+        slots = np.arange(self.layout.n_doors)
         for e in envs:
             n = door_features(self._walls[e], self._n_walls[e], self.scenario == "quadrant", self._doors[e])
             self._door_mask[e] = slots < n

@@ -28,7 +28,7 @@ class Episode:
         self.shapes = spec.observation_shapes(layout)
         self.walls = list(scene.walls)
         self.wall_rects = np.array([w.rect() for w in self.walls], dtype=np.float64).reshape(-1, 4)
-        self.doors = np.zeros((spec.MAX_DOORS, spec.DOOR_DIM))
+        self.doors = np.zeros((layout.n_doors, spec.DOOR_DIM))
         self.n_doors = door_features(self.wall_rects, len(self.wall_rects), scenario == "quadrant", self.doors)
         self.horizon, self.prep = horizon, spec.prep_steps(horizon)
         self.world: World = build_world(scene)
