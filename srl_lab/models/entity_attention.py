@@ -4,7 +4,7 @@ Batch rows are env x agent. Per stream (policy and critic, separate networks of 
 
     x_self   = [observation_self, circular conv1d(lidar)]
     self     = relu(dense_128(x_self))
-    entity_i = relu(dense_128^type([entity_i, x_self]))        # one dense per type: agent, box, ramp, door
+    entity_i = relu(dense_128^type([entity_i, x_self]))        # one dense per type: agent, box, ramp
              = relu(W^type entity_i + U^type x_self + b^type)  # U^type x_self computed once per row
     tokens   = layer_norm(t + attention(layer_norm(t)))          # t = [self, entities], 4 heads x 32
     pooled   = mean of tokens over the mask
@@ -30,7 +30,6 @@ ENTITIES = {
     "agent_qpos_qvel": ("mask_aa_obs", "mask_aa_obs_spoof"),
     "box_obs": ("mask_ab_obs", "mask_ab_obs_spoof"),
     "ramp_obs": ("mask_ar_obs", "mask_ar_obs_spoof"),
-    "door_obs": ("mask_ad_obs", "mask_ad_obs_spoof"),
 }
 
 
