@@ -150,44 +150,6 @@ def test_randomwalls_counts_the_doors_of_interior_walls(variant: str) -> None:
     assert stats["first_seen_step"] == PLAY
 
 
-# --- doors as observations in both variants ---------------------------------------------------------
-@pytest.mark.parametrize("scenario, walls, expected", [
-    ("quadrant", room_walls(), [(3.0, 4.2, 1.0, 0.4), (4.8, 3.0, 0.0, 0.4)]),
-    ("quadrant", room_walls(horizontal_door=False), [(3.0, 4.2, 1.0, 0.4)]),
-    ("randomwalls", outer_walls() + [Wall(3.0, 0.0, 3.0, 4.0), Wall(3.0, 4.4, 3.0, 6.0)], [(3.0, 4.2, 1.0, 0.4)]),
-    ("randomwalls", outer_walls(), []),
-])
-def test_every_agent_observes_the_doors_of_its_world(variant: str, scenario: str, walls: list[Wall],
-                                                      expected: list[tuple]) -> None:
-    """Centre, orientation and width per door; padding rows zero and masked; both masks alike."""
-    env = make(variant, scenario)
-    obs = env.load_scene(0, Scene([HIDER_IN, SEEKER_OUT], walls, [], t=PREP))
-    want = np.zeros((env.layout.n_doors, spec.DOOR_DIM))
-    want[:len(expected)] = np.reshape(expected, (-1, spec.DOOR_DIM))
-    present = np.arange(env.layout.n_doors) < len(expected)
-    for agent in range(env.num_agents):
-        np.testing.assert_allclose(obs["door_obs"][agent], want, atol=1e-6)
-        assert (obs["mask_ad_obs"][agent] == present).all() and (obs["mask_ad_obs_spoof"][agent] == present).all()
-
-
-def test_lite_door_observations_follow_each_new_random_world() -> None:
-    """After every reset the observed doors are those of the env's new walls (``doors.door_features``)."""
-    from srl_lab.envs.hide_and_seek.doors import door_features
-    from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
-
-    for scenario in spec.SCENARIOS:
-        env = HideAndSeekLite(8, scenario, n_hiders=1, n_seekers=1, horizon=3, seed=1)
-        obs = env.reset()
-        for _ in range(7):  # two resets of every env on the way
-            obs = env.step(np.zeros((8, env.num_agents, 5), np.int64)).obs
-        for e in range(8):
-            walls = _rects(env.snapshot(e).walls)
-            want = np.zeros((env.layout.n_doors, spec.DOOR_DIM))
-            n = door_features(walls, len(walls), scenario == "quadrant", want)
-            np.testing.assert_allclose(obs["door_obs"][e, 0], want, atol=1e-6)
-            assert obs["mask_ad_obs"][e, 0].sum() == n
-
-
 # --- rooms and first sight --------------------------------------------------------------------------
 def test_hiders_in_the_room_unseen_all_play_long(variant: str) -> None:
     stats = phase(variant, [])

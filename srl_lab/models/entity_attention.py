@@ -2,7 +2,7 @@
 
 Batch rows are env x agent. Per stream (policy and critic, separate networks of the same shape):
 
-    x_self   = [observation_self, circular conv1d(lidar), doors]   # doors: door_obs rows and their mask
+    x_self   = [observation_self, circular conv1d(lidar)]
     self     = relu(dense_128(x_self))
     entity_i = relu(dense_128^type([entity_i, x_self]))        # one dense per type: agent, box, ramp
              = relu(W^type entity_i + U^type x_self + b^type)  # U^type x_self computed once per row
@@ -61,11 +61,7 @@ class EntityTrunk(nn.Module):
         self.mask_keys = mask_keys  # which of (visibility, existence) masks this stream applies
         rays = space["lidar"].shape[0]
         self.lidar_conv = nn.Conv1d(1, lidar_channels, kernel_size=3, padding=1, padding_mode="circular")
-        # Doors (when the env observes them) join x_self: they never hide and are few, so every entity
-        # reads them through its x_self context instead of as tokens that would lengthen the attention.
-        self.doors = "door_obs" in space.spaces
-        doors = space["door_obs"].shape[0] * (space["door_obs"].shape[1] + 1) if self.doors else 0
-        x_self = space["observation_self"].shape[0] + lidar_channels * rays + doors
+        x_self = space["observation_self"].shape[0] + lidar_channels * rays
         # The dense layer of each entity type reads [entity, x_self]; its x_self half is the same for
         # every entity of a row, so it is one projection per row (shared with the self embedding, in
         # one matmul) plus a per-entity projection of the entity's own features. Same function and
@@ -79,10 +75,7 @@ class EntityTrunk(nn.Module):
 
     def forward(self, obs: TensorObs) -> torch.Tensor:
         lidar = F.relu(self.lidar_conv(obs["lidar"].unsqueeze(1))).flatten(1)
-        parts = [obs["observation_self"], lidar]
-        if self.doors:
-            parts += [obs["door_obs"].flatten(1), obs["mask_ad_obs_spoof"]]
-        x_self = torch.cat(parts, dim=-1)
+        x_self = torch.cat([obs["observation_self"], lidar], dim=-1)
         self_part, *contexts = self.self_projection(x_self).split(self.embed, dim=-1)
         self_token = F.relu(self_part)
         tokens, masks = [self_token.unsqueeze(1)], [torch.ones_like(self_token[:, :1])]

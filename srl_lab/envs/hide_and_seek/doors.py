@@ -165,59 +165,28 @@ def _blocked(boxes: np.ndarray, n_boxes: int, vertical: bool, c: float, d0: floa
 
 
 @njit
-def find_doors(walls: np.ndarray, n_walls: int, quadrant: bool, doors: np.ndarray) -> int:
-    """Fill ``doors[k] = (vertical, line centre, start, end)`` with every door of a world
-    (``walls[:n_walls]`` rects; see the module for the rule), as many as ``doors`` holds; count them."""
-    lines = np.empty((n_walls + 2, 4))
-    lo = np.empty(n_walls + 2)
-    hi = np.empty(n_walls + 2)
-    gaps = np.empty((n_walls + 2, 2))
-    n = 0
-    for k in range(_door_lines(walls, n_walls, quadrant, lines)):
-        vertical = lines[k, 0] == 1.0
-        n_cover = _wall_cover(walls, n_walls, vertical, lines[k, 1], lo, hi)
-        for g in range(_uncovered(lo, hi, n_cover, lines[k, 2], lines[k, 3], gaps)):
-            if gaps[g, 1] - gaps[g, 0] >= PASSAGE - EPS and n < doors.shape[0]:
-                doors[n, 0] = lines[k, 0]
-                doors[n, 1] = lines[k, 1]
-                doors[n, 2] = gaps[g, 0]
-                doors[n, 3] = gaps[g, 1]
-                n += 1
-    return n
-
-
-@njit
 def count_doors(walls: np.ndarray, n_walls: int, quadrant: bool, boxes: np.ndarray,
                 n_boxes: int) -> tuple[int, int]:
     """(doors, doors blocked) of a world: ``walls[:n_walls]`` rects, ``boxes[:n_boxes]`` the
     hider-locked boxes as rows (x, y, half size x, half size y, yaw); see the module for the rule."""
-    doors = np.empty(((n_walls + 2) * (n_walls + 1), 4))  # lines x (gaps per line <= walls + 1)
-    n_doors = find_doors(walls, n_walls, quadrant, doors)
-    lo = np.empty(n_boxes + 1)
-    hi = np.empty(n_boxes + 1)
-    free = np.empty((n_boxes + 2, 2))
-    blocked = 0
-    for d in range(n_doors):
-        if _blocked(boxes, n_boxes, doors[d, 0] == 1.0, doors[d, 1], doors[d, 2], doors[d, 3], lo, hi, free):
-            blocked += 1
-    return n_doors, blocked
-
-
-@njit
-def door_features(walls: np.ndarray, n_walls: int, quadrant: bool, out: np.ndarray) -> int:
-    """Fill ``out[k] = (centre x, centre y, 1.0 on a vertical line else 0.0, width)`` for the
-    world's doors (``spec.DOOR_DIM`` columns), as many as ``out`` holds, zeroing the rest; count."""
-    doors = np.empty((out.shape[0], 4))
-    n = find_doors(walls, n_walls, quadrant, doors)
-    out[:] = 0.0
-    for k in range(n):
-        vertical = doors[k, 0] == 1.0
-        mid = 0.5 * (doors[k, 2] + doors[k, 3])
-        out[k, 0] = doors[k, 1] if vertical else mid
-        out[k, 1] = mid if vertical else doors[k, 1]
-        out[k, 2] = doors[k, 0]
-        out[k, 3] = doors[k, 3] - doors[k, 2]
-    return n
+    size = n_walls + n_boxes + 2
+    lines = np.empty((n_walls + 2, 4))
+    lo = np.empty(size)
+    hi = np.empty(size)
+    gaps = np.empty((size, 2))
+    free = np.empty((size, 2))
+    doors = blocked = 0
+    for k in range(_door_lines(walls, n_walls, quadrant, lines)):
+        vertical = lines[k, 0] == 1.0
+        c = lines[k, 1]
+        n_cover = _wall_cover(walls, n_walls, vertical, c, lo, hi)
+        for g in range(_uncovered(lo, hi, n_cover, lines[k, 2], lines[k, 3], gaps)):
+            if gaps[g, 1] - gaps[g, 0] < PASSAGE - EPS:
+                continue
+            doors += 1
+            if _blocked(boxes, n_boxes, vertical, c, gaps[g, 0], gaps[g, 1], lo, hi, free):
+                blocked += 1
+    return doors, blocked
 
 
 @njit

@@ -34,7 +34,6 @@ import numpy as np
 
 from srl_lab.api.env import StepResult
 from srl_lab.envs.hide_and_seek import spec
-from srl_lab.envs.hide_and_seek.doors import door_features
 from srl_lab.envs.hide_and_seek.group import HideAndSeekGroup
 from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS, ROOM
 from srl_lab.envs.hide_and_seek.lite_step import ACC_SIZE, N_STATS, begin_episode, reset_envs, step_all
@@ -75,8 +74,6 @@ class HideAndSeekLite(HideAndSeekGroup):
         self._oi = np.zeros((n, o, 4), np.int64)
         self._walls = np.zeros((n, MAX_WALLS, 4))
         self._n_walls = np.zeros(n, np.int64)
-        self._doors = np.zeros((n, self.layout.n_doors, spec.DOOR_DIM), spec.OBS_DTYPE)
-        self._door_mask = np.zeros((n, self.layout.n_doors), spec.OBS_DTYPE)
         self._held = np.full((n, a), -1, np.int64)
         self._hoff = np.zeros((n, a, 2))
         self._vis = np.zeros((n, a, a + o), np.uint8)
@@ -121,8 +118,7 @@ class HideAndSeekLite(HideAndSeekGroup):
         step_all(self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._hoff,
                  self._vis, self._t, self._ret, self._acc, self._start, actions, self.layout.n_hiders,
                  self.layout.n_boxes, self.prep_steps, self.horizon, self._area[0], self._area[1],
-                 self.scenario == "quadrant", reward, done, stats, *_kernel_obs(obs))
-        self._write_doors(obs)
+                 self.scenario == "quadrant", reward, done, stats, *obs.values())
         final_obs = None
         episodes: list[dict[str, float]] = []
         ended = np.flatnonzero(done)
@@ -149,7 +145,6 @@ class HideAndSeekLite(HideAndSeekGroup):
         for w, wall in enumerate(scene.walls):
             self._walls[e, w] = wall.rect()
         self._n_walls[e] = len(scene.walls)
-        self._find_doors(np.array([e]))
         self._ag[e] = 0.0
         for i, agent in enumerate(scene.agents):
             heading = (agent.heading + math.pi) % (2 * math.pi) - math.pi
@@ -166,8 +161,7 @@ class HideAndSeekLite(HideAndSeekGroup):
         obs = self._new_obs()
         begin_episode(e, self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._vis,
                       self._t, self._ret, self._acc, self._start, self.layout.n_hiders, n_boxes,
-                      self.prep_steps, self.scenario == "quadrant", *_kernel_obs(obs))
-        self._write_doors(obs)
+                      self.prep_steps, self.scenario == "quadrant", *obs.values())
         return {k: v[e].copy() for k, v in obs.items()}
 
     def snapshot(self, env_index: int = 0) -> Scene:
@@ -232,32 +226,12 @@ class HideAndSeekLite(HideAndSeekGroup):
                    self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
                    self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.hiders_anywhere,
                    self.prep_steps,
-                   *_kernel_obs(obs))
-        self._find_doors(envs)
-        self._write_doors(obs)
-
-    def _find_doors(self, envs: np.ndarray) -> None:
-        """Door features of ``envs`` from their walls (doors stay put for a whole episode)."""
-        slots = np.arange(self.layout.n_doors)
-        for e in envs:
-            n = door_features(self._walls[e], self._n_walls[e], self.scenario == "quadrant", self._doors[e])
-            self._door_mask[e] = slots < n
-
-    def _write_doors(self, obs: dict[str, np.ndarray]) -> None:
-        """Every agent observes every door of its env (``spec.DOOR_KEYS``)."""
-        obs["door_obs"][:] = self._doors[:, None]
-        obs["mask_ad_obs"][:] = self._door_mask[:, None]
-        obs["mask_ad_obs_spoof"][:] = self._door_mask[:, None]
+                   *obs.values())
 
     def _set_object(self, e: int, o: int, x: float, y: float, hx: float, hy: float, yaw: float,
                     kind: int, locked_by: int | None) -> None:
         self._ob[e, o] = (x, y, hx, hy, 0.0, 0.0, yaw)
         self._oi[e, o] = (1, kind, -1 if locked_by is None else locked_by, -1)
-
-
-def _kernel_obs(obs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The observation arrays the compiled kernels fill, in their argument order (doors are not)."""
-    return [v for k, v in obs.items() if k not in spec.DOOR_KEYS]
 
 
 def _wall_from_rect(rect: np.ndarray) -> Wall:

@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 
 from . import spec
-from .doors import BOX_COLUMNS, door_features, door_stats, in_room
+from .doors import BOX_COLUMNS, door_stats, in_room
 from .mujoco_model import World, build_world, set_lock, set_weld
 from .mujoco_sense import Kinematics, aim_points, cast, footprint_gaps, in_cone, read_kinematics
 from .scene import HIDER, PLAY_AREA, Agent, Box, Ramp, Scene
@@ -28,8 +28,6 @@ class Episode:
         self.shapes = spec.observation_shapes(layout)
         self.walls = list(scene.walls)
         self.wall_rects = np.array([w.rect() for w in self.walls], dtype=np.float64).reshape(-1, 4)
-        self.doors = np.zeros((layout.n_doors, spec.DOOR_DIM))
-        self.n_doors = door_features(self.wall_rects, len(self.wall_rects), scenario == "quadrant", self.doors)
         self.horizon, self.prep = horizon, spec.prep_steps(horizon)
         self.world: World = build_world(scene)
         w = self.world
@@ -138,9 +136,6 @@ class Episode:
         obs["mask_aa_obs_spoof"][:] = 1.0  # padding beyond this episode's entities stays 0
         obs["mask_ab_obs_spoof"][:, :n_b] = 1.0
         obs["mask_ar_obs_spoof"][:, :n_r] = 1.0
-        obs["door_obs"][:] = self.doors
-        obs["mask_ad_obs"][:, :self.n_doors] = 1.0  # doors never hide (``spec.DOOR_KEYS``)
-        obs["mask_ad_obs_spoof"][:, :self.n_doors] = 1.0
         return obs
 
     def _entity_features(self, kin: Kinematics) -> np.ndarray:

@@ -43,13 +43,6 @@ HIDER_SPAWNS = ("room", "anywhere")
 SELF_DIM = 10
 AGENT_DIM = 10
 ENTITY_DIM = 15  # boxes and ramps
-# Doors (an addition to the original's observations, whose released code could generate them but
-# did not use them): the openings of interior walls (``doors.find_doors``), per door its centre
-# x, y, 1.0 on a vertical wall line (else 0.0) and its width. Without them an agent reads doors
-# only off its 30 lidar rays, 12 degrees apart, which pass a 0.4 m door 2 m away about half the time.
-DOOR_DIM = 4
-DOOR_SLOTS = {"quadrant": 2, "randomwalls": 4}  # door rows observed: quadrant worlds have 1 or 2 doors, randomwalls up to 3
-DOOR_KEYS = ("door_obs", "mask_ad_obs", "mask_ad_obs_spoof")  # doors never hide: both masks mark existence
 
 # Which emergent phase an episode reached (exact rules in ``doors``): share of the room's doors that
 # hider-locked boxes block when preparation ends, 1.0 if that is all of them (a fort), fraction of
@@ -111,7 +104,6 @@ class Layout:
     n_seekers: int = 2
     n_boxes: int = DEFAULT_OBJECTS["quadrant"][0]
     n_ramps: int = DEFAULT_OBJECTS["quadrant"][1]
-    n_doors: int = DOOR_SLOTS["quadrant"]
 
     def __post_init__(self) -> None:
         check_choice("n_hiders", self.n_hiders, TEAM_SIZES)
@@ -125,8 +117,7 @@ class Layout:
         """The layout of ``scenario`` (``SCENARIOS``); absent object counts take its defaults."""
         check_choice("scenario", scenario, SCENARIOS)
         boxes, ramps = DEFAULT_OBJECTS[scenario]
-        return cls(n_hiders, n_seekers, boxes if n_boxes is None else n_boxes, ramps if n_ramps is None else n_ramps,
-                   DOOR_SLOTS[scenario])
+        return cls(n_hiders, n_seekers, boxes if n_boxes is None else n_boxes, ramps if n_ramps is None else n_ramps)
 
     @property
     def n_agents(self) -> int:
@@ -148,9 +139,6 @@ def observation_shapes(layout: Layout) -> dict[str, tuple[int, ...]]:
         "mask_aa_obs_spoof": (others,),
         "mask_ab_obs_spoof": (layout.n_boxes,),
         "mask_ar_obs_spoof": (layout.n_ramps,),
-        "door_obs": (layout.n_doors, DOOR_DIM),
-        "mask_ad_obs": (layout.n_doors,),
-        "mask_ad_obs_spoof": (layout.n_doors,),
     }
 
 
