@@ -43,6 +43,19 @@ hider_gain_pts 16.7, fort_rate 0.008, seekers in the room within a minute, hider
 in part. It was not kept: two 3-minute `make demo` runs of it ended with the trained seeker seeing a
 random hider on 11 % and 8 % of play steps, against 16 % and 27 % with the truncation.
 
+Two more experiments, not shipped (one run each):
+
+- Doors observed (centre, orientation, width per door; otherwise an agent reads doors only off its
+  lidar): as attention tokens, the fort rate reached 0.019 by minute 9 (0.002 without), then fell
+  back to 0.012 as hiders took to leaving the room once seekers entered it; 6.7 M env steps (the
+  longer attention cost 44 %), seeker / hider gains 33.2 / -12.6. Read through x_self instead (no
+  throughput cost), the same story faster: 0.012 by minute 5, then hiders left the room and stopped
+  locking boxes (stopped at minute 17).
+- Batches four times larger (49,152 steps, 12,288-step minibatches, 364 updates): the only run so
+  far in which hiders stayed in the room (hider_in_room 0.94 at the end) and kept locking boxes
+  (1.2 per preparation), the fort rate still rising at the end (0.004 at minute 6, 0.012 at 15,
+  0.019 over the last 10 %); seeker / hider gains 31.0 / 3.3. Too few updates for the 3-minute demo.
+
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on that run's final policy (one door
 closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 % of play steps,
 against 75.5 % with the cube elsewhere (a hider standing still: 100 % against 33 %). What self-play
