@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-long lab chromium clean
+.PHONY: demo test bench bench-long lab chromium kernels clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +14,12 @@ $(STAMP): pyproject.toml constraints.txt
 # The showcase: hide-and-seek on the embedded cluster for MINUTES (`make demo MINUTES=30` for longer);
 # `python -m srl_lab.demo` is the one-minute CartPole check.
 MINUTES ?= 3
-demo: $(STAMP)
+demo: kernels
 	$(PY) recipes/hide_and_seek.py --minutes $(MINUTES)
 
-test: $(STAMP) chromium
+# chromium's install and the kernels' compile (one core each) side by side.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j2 chromium kernels
 	$(VENV)/bin/pytest -q -ra --durations=40
 
 bench: $(STAMP)
@@ -33,8 +35,12 @@ bench-long: $(STAMP)
 	$(PY) benchmarks/hide_and_seek_learning.py
 	$(PY) benchmarks/soak.py
 
-lab: $(STAMP)
+lab: kernels
 	$(VENV)/bin/jupyter lab notebooks
+
+# The lite env's numba kernels into their on-disk cache: ~30 s once, then ~1 s (hide_and_seek/warm.py).
+kernels: $(STAMP)
+	$(PY) -m srl_lab.envs.hide_and_seek.warm
 
 # Debian's chromium drives the JupyterLab UI test; without it that test is skipped and says why.
 chromium:

@@ -19,8 +19,6 @@ from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
 from runs import assert_event_files_match_metrics, solving_ppo, wait_for
 
-SOLVED = 475.0
-
 
 def cartpole(mode: str, actors: int = 2, **kwargs) -> ExperimentConfig:
     return ExperimentConfig(
@@ -33,27 +31,25 @@ def assert_accounting(result: dict) -> None:
     assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
 
 
-# Inline inference must solve CartPole. Remote inference trains the same learner on the same rows,
-# so it must only learn clearly: 300 is 14x the return of a random policy (about 22).
-TARGETS = {"inline": SOLVED, "remote": 300.0}
+# Inline inference solving CartPole to 475 is test_vector_env's check of the shipped preset. Remote
+# inference trains the same learner on the same rows, so here it must only learn clearly, on
+# gymnasium's per-env CartPole: 300 is 14x the return of a random policy (about 22).
+LEARNED = 300.0
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["remote", "inline"])
-def test_cartpole_is_solved(mode, dask_client, tmp_path):
-    run = launch(cartpole(mode, ppo=solving_ppo()), client=dask_client, run_dir=str(tmp_path / mode))
+def test_cartpole_is_learned_with_remote_inference(dask_client, tmp_path):
+    run = launch(cartpole("remote", ppo=solving_ppo()), client=dask_client, run_dir=str(tmp_path))
     try:
-        status = run.wait(target_return=TARGETS[mode], seconds=420, progress=False)
-        roles = sorted(w["role"] for w in status["workers"])
-        assert roles == (["actor", "actor", "policy", "trainer"] if mode == "remote"
-                         else ["actor", "actor", "trainer"])
+        status = run.wait(target_return=LEARNED, seconds=420, progress=False)
+        assert sorted(w["role"] for w in status["workers"]) == ["actor", "actor", "policy", "trainer"]
     finally:
         result = run.stop()
-    # Solved when the target was reached; the drain on stop adds a few episodes that may dip below it.
-    assert status["mean_return_last_20"] >= TARGETS[mode], (status, result)
+    # Learned when the target was reached; the drain on stop adds a few episodes that may dip below it.
+    assert status["mean_return_last_20"] >= LEARNED, (status, result)
     assert_accounting(result)
-    assert (tmp_path / mode / "curve.png").stat().st_size > 1000
-    assert (tmp_path / mode / "metrics.jsonl").stat().st_size > 0
+    assert (tmp_path / "curve.png").stat().st_size > 1000
+    assert (tmp_path / "metrics.jsonl").stat().st_size > 0
 
 
 def _running_actors(run) -> int:
