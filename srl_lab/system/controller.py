@@ -218,7 +218,7 @@ class Run:
             self.supervision.raise_if_failed()
         except RuntimeError as error:
             self.supervision.closed.set()
-            shutdown.abort(self.workers)
+            shutdown.abort(self.workers, restart=self._cluster is None)
             self.result = {"error": str(error), "seconds": time.time() - self.started}
             self._finish()
             raise
