@@ -2,8 +2,8 @@
 
 A fresh checkout otherwise compiles them on first use, about 30 s on one core, inside whatever
 starts first: a ``make demo`` spent its first half-minute compiling. ``make`` runs
-``python -m srl_lab.envs.hide_and_seek.warm`` after installing; later processes load the kernels
-from the cache in about a second, and a run with nothing to compile costs about as much.
+``python -m srl_lab.envs.hide_and_seek.warm`` after installing; with the cache in place, this and
+every later process load the kernels in about a second.
 """
 from __future__ import annotations
 
