@@ -136,10 +136,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE", help="PPOConfig overrides")
     parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
                         help="also play past versions of the policy, every N-th kept (0: only the latest)")
+    parser.add_argument("--mapping", default="shared", choices=["shared", "per_team"],
+                        help="one network for both teams, or one per team")
     args = parser.parse_args(argv)
 
     result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
                              "--eval-episodes", str(args.episodes), "--pool-every", str(args.pool_every),
+                             "--mapping", args.mapping,
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
                              *(arg for assignment in args.ppo for arg in ("--ppo", assignment))])
     run, evaluation = result.pop("run"), result.pop("evaluation")
@@ -159,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
-        "size": args.size, "ppo_overrides": args.ppo, "pool_every": args.pool_every, "milestone_window_episodes": args.window,
+        "size": args.size, "ppo_overrides": args.ppo, "pool_every": args.pool_every, "mapping": args.mapping,
+        "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))
 
