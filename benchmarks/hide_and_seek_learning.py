@@ -58,11 +58,21 @@ More experiments, not shipped (one run each):
 - Both together (doors through x_self, batches four times larger): ahead of the larger batches alone
   until minute 12 (fort rate 0.008 against 0.006), then seekers pulled ahead (seeker_in_room 0.80),
   box locking fell back, and the run ended with a fort rate of 0.008; seeker / hider gains 35.4 / -1.6.
+- Whole episodes per fragment (80 steps, gae_lambda 0.99, so play rewards reach preparation's
+  actions with little bootstrapping; 51,200-step batches in 12,800-step minibatches): 11.6 M env
+  steps, the fort rate 0.019 by minute 12-15 with 1.3 locked boxes per preparation, then hiders left
+  the room (hider_in_room 0.29 over the last 10 %) and box locking fell to 0.2; fort_rate 0.004,
+  seeker / hider gains 7.8 / -17.5.
+- One network per team (``--mapping per_team``): 10.0 M env steps (two smaller inference and
+  training calls per step instead of one), the fort rate near 0.02 from minute 15 to 22 while hiders
+  carried boxes (max_box_move_prep up to 1.6 m), then the teams cycled minute to minute (seeker_in_room
+  between 0.05 and 0.65, hiders leaving the room and coming back); fort_rate 0.017, seeker / hider
+  gains 3.3 / 7.5.
 
-A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on that run's final policy (one door
-closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 % of play steps,
-against 75.5 % with the cube elsewhere (a hider standing still: 100 % against 33 %). What self-play
-lacks on this budget is finding the fort, not a reason to build it.
+A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
+policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
+of play steps, against 75.5 % with the cube elsewhere (a hider standing still: 100 % against 33 %).
+What self-play lacks on this budget is finding the fort, not a reason to build it.
 
 The last stdout line is one JSON object.
 """
