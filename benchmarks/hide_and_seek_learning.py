@@ -51,10 +51,14 @@ More experiments, not shipped (one run each):
   longer attention cost 44 %), seeker / hider gains 33.2 / -12.6. Read through x_self instead (no
   throughput cost), the same story faster: 0.012 by minute 5, then hiders left the room and stopped
   locking boxes (stopped at minute 17).
-- Batches four times larger (49,152 steps, 12,288-step minibatches, 364 updates): the only run so
-  far in which hiders stayed in the room (hider_in_room 0.94 at the end) and kept locking boxes
-  (1.2 per preparation), the fort rate still rising at the end (0.004 at minute 6, 0.012 at 15,
+- Batches four times larger (49,152 steps, 12,288-step minibatches, 364 updates): hiders stayed in
+  the room (hider_in_room 0.94 at the end) and kept locking boxes (1.2 per preparation), the fort
+  rate still rising at the end (0.004 at minute 6, 0.012 at 15,
   0.019 over the last 10 %); seeker / hider gains 31.0 / 3.3. Too few updates for the 3-minute demo.
+  The same configuration for 60 minutes (``--minutes 60``, a second run of it) did not keep rising:
+  locked boxes per preparation peaked at 1.2 (minute 18, fort rate 0.014), fell to 0.3 by minute 27
+  while hiders carried boxes further (max_box_move_prep up to 1.5 m), and from minute 40 hiders left
+  the room (hider_in_room 0.45 over the last 10 %); fort_rate 0.0003, seeker / hider gains 17.3 / -2.4.
 - Both together (doors through x_self, batches four times larger): ahead of the larger batches alone
   until minute 12 (fort rate 0.008 against 0.006), then seekers pulled ahead (seeker_in_room 0.80),
   box locking fell back, and the run ended with a fort rate of 0.008; seeker / hider gains 35.4 / -1.6.
