@@ -117,6 +117,20 @@ def test_a_resumed_run_appends_past_the_earlier_points_without_rewriting_them(tm
     assert [e.step for e in scalars["throughput/trained_rows_per_s"]] == [1000, 2000]  # not across the gap
 
 
+def test_a_resumed_log_keeps_the_history_but_reports_no_worker_until_one_reports_again(tmp_path):
+    """The previous session's trainer may have got past the checkpoint the run resumes from: its last
+    version must not stand for the resumed run's."""
+    path = str(tmp_path / "metrics.jsonl")
+    feed(MetricsLog(path), tmp_path, RECORDS[:6])
+    resumed = MetricsLog(path, resume=True)
+    assert len(resumed.episodes) == len(MetricsLog.load(path).episodes) > 0
+    assert resumed.env_steps() == MetricsLog.load(path).env_steps() > 0
+    assert resumed.workers() == {}
+    resumed.add(trainer(1000, 200.0, [], 1))  # back at the checkpoint's version
+    assert resumed.workers()["trainer-0"]["version"] == 1
+    resumed.close()
+
+
 def test_several_policies_write_their_own_tags_and_keep_their_held_episodes(tmp_path):
     def of(policy: str, consumed: int, time: float, returns: list[float], version: int) -> dict:
         record = trainer(consumed, time, [{"return": r, "policy": policy} for r in returns], version)

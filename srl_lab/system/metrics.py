@@ -30,6 +30,9 @@ class MetricsLog:
         if resume and path:
             for record in _read(path):
                 self.add(record, persist=False)
+            # The previous session's workers are gone, and its trainers' last versions may be ahead of
+            # the checkpoint the run resumes from: status starts from what the resumed workers report.
+            self.latest.clear()
         self._file = open(path, "a", buffering=1) if path else None
 
     def add(self, record: dict[str, Any], persist: bool = True) -> None:
