@@ -75,6 +75,13 @@ More experiments, not shipped (one run each):
   carried boxes (max_box_move_prep up to 1.6 m), then the teams cycled minute to minute (seeker_in_room
   between 0.05 and 0.65, hiders leaving the room and coming back); fort_rate 0.017, seeker / hider
   gains 3.3 / 7.5.
+- Past versions as opponents (``--pool-every 50``: in half of the envs one team is played by one of
+  the last 8 kept versions, every 50th, drawn uniformly): 9.8 M env steps and 1,191 updates (the
+  frozen team's rows are not trained on). Seekers entered the room as before (hidden fraction 0.57
+  by minute 9); from minute 15 hiders partly left the room (hider_in_room 0.74 at minute 21, 0.84 at
+  the end) while carrying and locking more boxes (1.0 locked per preparation at the end), but hardly
+  blocked a door (fort rate 0.006 at its best, minute 15; this figure also counts envs whose hider was
+  a past version); fort_rate 0.002, seeker / hider gains 24.6 / 8.5.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
