@@ -122,9 +122,9 @@ def test_a_resumed_log_keeps_the_history_but_reports_no_worker_until_one_reports
     version must not stand for the resumed run's."""
     path = str(tmp_path / "metrics.jsonl")
     feed(MetricsLog(path), tmp_path, RECORDS[:6])
-    resumed = MetricsLog(path, resume=True)
-    assert len(resumed.episodes) == len(MetricsLog.load(path).episodes) > 0
-    assert resumed.env_steps() == MetricsLog.load(path).env_steps() > 0
+    resumed, reopened = MetricsLog(path, resume=True), MetricsLog.load(path)
+    assert len(resumed.episodes) == len(reopened.episodes) > 0
+    assert resumed.env_steps() == reopened.env_steps() > 0
     assert resumed.workers() == {}
     resumed.add(trainer(1000, 200.0, [], 1))  # back at the checkpoint's version
     assert resumed.workers()["trainer-0"]["version"] == 1
