@@ -125,6 +125,27 @@ def test_a_room_with_one_door_is_a_fort_with_one_box(variant: str) -> None:
     assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0
 
 
+@pytest.mark.parametrize("off_wall, closed", [(0.0, True), (0.05, True), (0.15, False), (0.2, False)])
+def test_a_door_counts_as_blocked_exactly_when_a_seeker_cannot_get_past_the_box(variant: str, off_wall: float,
+                                                                                 closed: bool) -> None:
+    """A cube ``off_wall`` m from the wall's room face covers the door's upper 0.15 m, so 0.25 m of
+    it stay free: too narrow for an agent head on. A seeker running at the door gets into the room
+    exactly when the rule calls the door open: the wall's end and the cube's corner stand
+    0.25 / 0.255 / 0.29 / 0.32 m apart on the diagonal, and the seeker slips through the last two."""
+    walls = room_walls(horizontal_door=False)
+    box = x_door_box(dx=off_wall, dy=0.3)
+    assert _doors(walls, _boxes((box.x, box.y, CUBE, CUBE, 0.0))) == (1, int(closed))
+    env = make(variant, horizon=80)
+    deepest = -math.inf
+    for push_y in (5, 3):  # straight at the door, or also down along it
+        env.load_scene(0, Scene([HIDER_IN, Agent(2.7, 4.12, 0.0, SEEKER)], walls, [box], t=env.prep_steps))
+        for _ in range(30):
+            env.step(np.array([[STILL, [10, push_y, 5, 0, 0]]]))
+            seeker = env.snapshot(0).agents[1]
+            deepest = max(deepest, min(seeker.x, seeker.y) - 3.0)
+    assert (deepest > 0.3) == (not closed), deepest
+
+
 def test_a_box_unlocked_in_the_last_preparation_step_does_not_count(variant: str) -> None:
     """The figures are those at the end of preparation, not at the scene's start."""
     env = make(variant)
@@ -282,26 +303,28 @@ def test_doors_are_the_open_stretches_of_the_room_sides() -> None:
     assert math.isnan(blocked) and math.isnan(fort)
 
 
-@pytest.mark.parametrize("cover, blocked", [(0.4, True), (0.15, True), (0.1 + 1e-6, True), (0.1 - 1e-6, False),
+@pytest.mark.parametrize("cover, blocked", [(0.4, True), (0.15, True), (0.13 + 1e-6, True), (0.13 - 1e-6, False),
                                             (0.0, False)])
 def test_a_door_stays_open_while_an_agent_fits_past_the_box(cover: float, blocked: bool) -> None:
     """A cube covering ``cover`` m of the 0.4 m door from its lower end leaves 0.4 - cover free."""
     cy = 4.0 + cover - CUBE
     doors = _doors(room_walls(horizontal_door=False), _boxes((FACE + CUBE, cy, CUBE, CUBE, 0.0)))
     assert doors == (1, int(blocked))
-    assert PASSAGE == pytest.approx(0.3)
+    assert PASSAGE == pytest.approx(0.27)
 
 
 def test_a_turned_box_blocks_by_its_true_footprint() -> None:
     """A cube turned 45° reaches 0.354 m from its centre along its diagonals, its sides only 0.25 m."""
     walls = room_walls(horizontal_door=False)
-    corner_in = FACE + math.sqrt(2) * CUBE + 0.2  # its near corner 0.2 m off the wall face
+    corner_in = FACE + math.sqrt(2) * CUBE + 0.15  # its near corner 0.15 m off the wall face
+    # 0.25 m from both ends of the 0.4 m door (0.15 across, 0.2 along): no agent passes
     assert _doors(walls, _boxes((corner_in, 4.2, CUBE, CUBE, math.pi / 4))) == (1, 1)
-    assert _doors(walls, _boxes((corner_in + 0.15, 4.2, CUBE, CUBE, math.pi / 4))) == (1, 0)
-    # turned the same way but beside the door, its shadow misses the door
+    assert _doors(walls, _boxes((corner_in + 0.1, 4.2, CUBE, CUBE, math.pi / 4))) == (1, 0)  # 0.32 m
+    # turned the same way but beside the door, it leaves the door's lower end open
     assert _doors(walls, _boxes((corner_in, 4.9, CUBE, CUBE, math.pi / 4))) == (1, 0)
-    # not turned, the same cube stands 0.35 m off the wall: an agent passes between
-    assert _doors(walls, _boxes((corner_in, 4.2, CUBE, CUBE, 0.0))) == (1, 0)
+    # not turned, a cube with its centre as far from the wall stands 0.25 m off it: closed; 0.3 m: open
+    assert _doors(walls, _boxes((corner_in, 4.2, CUBE, CUBE, 0.0))) == (1, 1)
+    assert _doors(walls, _boxes((corner_in + 0.05, 4.2, CUBE, CUBE, 0.0))) == (1, 0)
 
 
 @HYPOTHESIS

@@ -9,19 +9,21 @@ are their footprint rectangles ``(xmin, ymin, xmax, ymax)`` (``scene.Wall.rect``
   ``randomwalls``: every line carrying walls (segments of one orientation on one centre line),
   from its first segment's end to its last's.
 * **Doors.** The stretches of a door line that no wall covers and that are at least ``PASSAGE``
-  (an agent's diameter, 0.3 m) long: a narrower one lets no agent through. A wall covers a line
-  where its rectangle spans the line's whole thickness (the line's own segments and walls crossing
-  it; not a wall that merely ends on it in a T). So a quadrant wall with its 2-cell door has one
+  (0.27 m, a little under an agent's diameter) long: a narrower one lets no agent through. A wall
+  covers a line where its rectangle spans the line's whole thickness (the line's own segments and
+  walls crossing it; not a wall that merely ends on it in a T). So a quadrant wall with its 2-cell door has one
   0.4 m door, a wall without a door none, a missing wall one 3 m door, and a randomwalls world one
   door per interior wall (none with a single room).
 * **Blocking.** Only boxes locked by the hider team count (not ramps, unlocked or seeker-locked
-  boxes). Such a box stands at a door line when its footprint (rotated, in MuJoCo) reaches into
-  the band ``|across - line| <= WALL_THICKNESS / 2 + PASSAGE``: no agent fits between it and the
-  wall there. Its *shadow* is the along-line extent of the part of its footprint inside the band.
-  A door is blocked when the shadows leave no free stretch of it ``PASSAGE`` long (an agent's
-  centre must keep 0.15 m from both door ends and from every shadow to pass). A locked box away
-  from the door never blocks it. Diagonal squeezes past a box corner are not modelled, so a door
-  called blocked may, rarely, still let a perfectly steered agent slip through.
+  boxes), by their true footprints (rotated, in MuJoCo). Two bodies close the way between them
+  when they stand less than ``PASSAGE`` apart: no agent fits through. A door is blocked when a
+  chain of such boxes runs from the wall on one side of it to the wall on the other with every gap
+  in the chain (wall to box, box to box, box to wall) that narrow; the walls are taken up to
+  ``BANK`` along the line from the door. This is exact for discs among convex bodies, diagonal
+  squeezes included: a cube standing 0.2 m off the wall in front of a 0.4 m door, overlapping it by
+  0.15 m, leaves a 0.32 m diagonal between its corner and the wall's end, and agents (trained
+  seekers too) slip through it, though only 0.25 m of the door line stays free. A locked box away
+  from the door never blocks it.
 
 The statistics: ``doors_blocked_prep`` = blocked doors / doors and ``fort_prep`` = 1.0 if every
 door is blocked, else 0.0, both when preparation ends and NaN without a door (in randomwalls a
@@ -42,8 +44,11 @@ from srl_lab.envs.hide_and_seek.lite_jit import njit
 
 ROOM_LO = spec.FLOOR_SIZE / 2  # the quadrant room is [ROOM_LO, FLOOR_SIZE]²
 HALF_T = spec.WALL_THICKNESS / 2
-PASSAGE = 2 * spec.AGENT_RADIUS  # the narrowest opening an agent passes through
-BAND = HALF_T + PASSAGE  # how far across a door line a box still closes it
+# The narrowest opening an agent gets through. Less than its 0.3 m diameter: contacts give a little
+# under a full push. Measured in both variants with agents run at gaps head on and diagonally:
+# through 0.27 m, never through 0.268 m (tests/test_phase_metrics.py keeps a case either side).
+PASSAGE = 0.27
+BANK = 1.0  # how much of the wall on each side of a door the fort rule looks at (m)
 EPS = 1e-9
 BOX_COLUMNS = 5  # rows of ``boxes``: x, y, half size x, half size y, yaw
 
@@ -123,45 +128,91 @@ def _wall_cover(walls: np.ndarray, n_walls: int, vertical: bool, c: float, lo: n
 
 
 @njit
-def _shadow(box: np.ndarray, vertical: bool, c: float) -> tuple[float, float]:
-    """Along-line extent of the part of a (rotated) box footprint within ``BAND`` of line ``c``;
-    ``(inf, -inf)`` when the footprint does not reach the band."""
-    cos, sin = math.cos(box[4]), math.sin(box[4])
-    t = np.empty(4)
-    s = np.empty(4)
-    for k in range(4):  # corners in order round the rectangle
-        ux = box[2] if k == 1 or k == 2 else -box[2]
-        uy = box[3] if k >= 2 else -box[3]
-        x = box[0] + cos * ux - sin * uy
-        y = box[1] + sin * ux + cos * uy
-        t[k], s[k] = (y, x - c) if vertical else (x, y - c)
-    t0, t1 = math.inf, -math.inf
+def _corners(row: np.ndarray, out: np.ndarray) -> None:
+    """The corners of a footprint row (x, y, half size x, half size y, yaw), in order round it."""
+    cos, sin = math.cos(row[4]), math.sin(row[4])
     for k in range(4):
-        if abs(s[k]) <= BAND:
-            t0, t1 = min(t0, t[k]), max(t1, t[k])
-        j = (k + 1) % 4
-        for edge in (-BAND, BAND):
-            if (s[k] - edge) * (s[j] - edge) < 0.0:
-                at = t[k] + (t[j] - t[k]) * (edge - s[k]) / (s[j] - s[k])
-                t0, t1 = min(t0, at), max(t1, at)
-    return t0, t1
+        ux = row[2] if k == 1 or k == 2 else -row[2]
+        uy = row[3] if k >= 2 else -row[3]
+        out[k, 0] = row[0] + cos * ux - sin * uy
+        out[k, 1] = row[1] + sin * ux + cos * uy
 
 
 @njit
-def _blocked(boxes: np.ndarray, n_boxes: int, vertical: bool, c: float, d0: float, d1: float,
-             lo: np.ndarray, hi: np.ndarray, free: np.ndarray) -> bool:
-    """Whether the box shadows leave no free stretch of the door [d0, d1] on line ``c`` PASSAGE long."""
-    n = 0
-    for b in range(n_boxes):
-        t0, t1 = _shadow(boxes[b], vertical, c)
-        if t0 <= t1:
-            lo[n] = t0
-            hi[n] = t1
-            n += 1
-    for m in range(_uncovered(lo, hi, n, d0, d1, free)):
-        if free[m, 1] - free[m, 0] >= PASSAGE - EPS:
-            return False
+def _point_to_segment(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    u = 0.0 if length2 == 0.0 else min(1.0, max(0.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2))
+    return math.hypot(p[0] - a[0] - u * dx, p[1] - a[1] - u * dy)
+
+
+@njit
+def _overlap(p: np.ndarray, q: np.ndarray) -> bool:
+    """Whether two rectangles (corner arrays) overlap: no side direction of either separates them."""
+    for shape in (p, q):
+        for k in range(2):
+            nx, ny = shape[k + 1, 1] - shape[k, 1], shape[k, 0] - shape[k + 1, 0]
+            p_lo = q_lo = math.inf
+            p_hi = q_hi = -math.inf
+            for m in range(4):
+                a = p[m, 0] * nx + p[m, 1] * ny
+                b = q[m, 0] * nx + q[m, 1] * ny
+                p_lo, p_hi, q_lo, q_hi = min(p_lo, a), max(p_hi, a), min(q_lo, b), max(q_hi, b)
+            if p_hi < q_lo or q_hi < p_lo:
+                return False
     return True
+
+
+@njit
+def _gap(p: np.ndarray, q: np.ndarray) -> float:
+    """The distance between two rectangles (corner arrays); 0 when they overlap."""
+    if _overlap(p, q):
+        return 0.0
+    gap = math.inf
+    for k in range(4):
+        j = (k + 1) % 4
+        for m in range(4):
+            gap = min(gap, _point_to_segment(p[m], q[k], q[j]), _point_to_segment(q[m], p[k], p[j]))
+    return gap
+
+
+@njit
+def _line_piece(vertical: bool, c: float, a0: float, a1: float, out: np.ndarray) -> None:
+    """Corners of the wall-thick stretch [a0, a1] of line ``c``."""
+    row = np.empty(5)
+    mid, half = 0.5 * (a0 + a1), 0.5 * (a1 - a0)
+    row[0], row[1], row[2], row[3], row[4] = (c, mid, HALF_T, half, 0.0) if vertical else (mid, c, half, HALF_T, 0.0)
+    _corners(row, out)
+
+
+@njit
+def _closed(boxes: np.ndarray, n_boxes: int, vertical: bool, c: float, before: float, d0: float, d1: float,
+            after: float) -> bool:
+    """Whether the boxes close the door [d0, d1] of line ``c``: a chain of them runs from the wall
+    before it ([before, d0]) to the wall after it ([d1, after]) with every gap in the chain (wall to
+    box, box to box, box to wall) narrower than PASSAGE, so an agent fits through none of them."""
+    n = n_boxes + 2
+    shapes = np.empty((n, 4, 2))
+    _line_piece(vertical, c, before, d0, shapes[0])
+    _line_piece(vertical, c, d1, after, shapes[1])
+    for b in range(n_boxes):
+        _corners(boxes[b], shapes[b + 2])
+    reached = np.zeros(n, np.bool_)
+    stack = np.empty(n, np.int64)
+    reached[0] = True
+    stack[0] = 0
+    top = 1
+    while top:
+        top -= 1
+        i = stack[top]
+        for j in range(1, n):
+            if not reached[j] and _gap(shapes[i], shapes[j]) < PASSAGE - EPS:
+                if j == 1:
+                    return True
+                reached[j] = True
+                stack[top] = j
+                top += 1
+    return False
 
 
 @njit
@@ -169,22 +220,25 @@ def count_doors(walls: np.ndarray, n_walls: int, quadrant: bool, boxes: np.ndarr
                 n_boxes: int) -> tuple[int, int]:
     """(doors, doors blocked) of a world: ``walls[:n_walls]`` rects, ``boxes[:n_boxes]`` the
     hider-locked boxes as rows (x, y, half size x, half size y, yaw); see the module for the rule."""
-    size = n_walls + n_boxes + 2
-    lines = np.empty((n_walls + 2, 4))
+    size = n_walls + 2
+    lines = np.empty((size, 4))
     lo = np.empty(size)
     hi = np.empty(size)
     gaps = np.empty((size, 2))
-    free = np.empty((size, 2))
     doors = blocked = 0
     for k in range(_door_lines(walls, n_walls, quadrant, lines)):
         vertical = lines[k, 0] == 1.0
-        c = lines[k, 1]
-        n_cover = _wall_cover(walls, n_walls, vertical, c, lo, hi)
-        for g in range(_uncovered(lo, hi, n_cover, lines[k, 2], lines[k, 3], gaps)):
-            if gaps[g, 1] - gaps[g, 0] < PASSAGE - EPS:
+        c, a0, a1 = lines[k, 1], lines[k, 2], lines[k, 3]
+        n_gaps = _uncovered(lo, hi, _wall_cover(walls, n_walls, vertical, c, lo, hi), a0, a1, gaps)
+        for g in range(n_gaps):
+            d0, d1 = gaps[g, 0], gaps[g, 1]
+            if d1 - d0 < PASSAGE - EPS:
                 continue
             doors += 1
-            if _blocked(boxes, n_boxes, vertical, c, gaps[g, 0], gaps[g, 1], lo, hi, free):
+            # the wall on either side, up to BANK long and never over the next opening of the line
+            before = max(d0 - BANK, gaps[g - 1, 1] if g > 0 else a0)
+            after = min(d1 + BANK, gaps[g + 1, 0] if g + 1 < n_gaps else a1)
+            if _closed(boxes, n_boxes, vertical, c, before, d0, d1, after):
                 blocked += 1
     return doors, blocked
 
