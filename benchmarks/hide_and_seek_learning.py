@@ -102,8 +102,7 @@ More experiments, not shipped (one run each):
   preparation each hider got 4 / sqrt(n) per box, n counting how often a box had ended preparation
   in that 0.2 m cell of the floor in the actor's envs. Hiders left the room sooner (hider_in_room
   0.54 by minute 6, 0.38 by minute 12) and locked fewer boxes (0.57 per preparation at minute 3,
-  0.06 at minute 18); the
-  fort rate never passed 0.009 (minute 9). Stopped at minute 18.
+  0.06 at minute 18); the fort rate never passed 0.009 (minute 9). Stopped at minute 18.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %

@@ -303,8 +303,8 @@ def test_doors_are_the_open_stretches_of_the_room_sides() -> None:
     assert math.isnan(blocked) and math.isnan(fort)
 
 
-@pytest.mark.parametrize("cover, blocked", [(0.4, True), (0.15, True), (0.13 + 1e-6, True), (0.13 - 1e-6, False),
-                                            (0.0, False)])
+@pytest.mark.parametrize("cover, blocked", [(0.4, True), (0.15, True), (0.13 + 1e-6, True),
+                                            (0.13 - 1e-6, False), (0.0, False)])
 def test_a_door_stays_open_while_an_agent_fits_past_the_box(cover: float, blocked: bool) -> None:
     """A cube covering ``cover`` m of the 0.4 m door from its lower end leaves 0.4 - cover free."""
     cy = 4.0 + cover - CUBE

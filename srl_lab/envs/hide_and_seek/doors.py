@@ -11,16 +11,16 @@ are their footprint rectangles ``(xmin, ymin, xmax, ymax)`` (``scene.Wall.rect``
 * **Doors.** The stretches of a door line that no wall covers and that are at least ``PASSAGE``
   (0.27 m, a little under an agent's diameter) long: a narrower one lets no agent through. A wall
   covers a line where its rectangle spans the line's whole thickness (the line's own segments and
-  walls crossing it; not a wall that merely ends on it in a T). So a quadrant wall with its 2-cell door has one
-  0.4 m door, a wall without a door none, a missing wall one 3 m door, and a randomwalls world one
-  door per interior wall (none with a single room).
+  walls crossing it; not a wall that merely ends on it in a T). So a quadrant wall with its 2-cell
+  door has one 0.4 m door, a wall without a door none, a missing wall one 3 m door, and a
+  randomwalls world one door per interior wall (none with a single room).
 * **Blocking.** Only boxes locked by the hider team count (not ramps, unlocked or seeker-locked
   boxes), by their true footprints (rotated, in MuJoCo). Two bodies close the way between them
   when they stand less than ``PASSAGE`` apart: no agent fits through. A door is blocked when a
   chain of such boxes runs from the wall on one side of it to the wall on the other with every gap
   in the chain (wall to box, box to box, box to wall) that narrow; the walls are taken up to
-  ``BANK`` along the line from the door. This is exact for discs among convex bodies, diagonal
-  squeezes included: a cube standing 0.2 m off the wall in front of a 0.4 m door, overlapping it by
+  ``BANK`` along the line from the door. Gaps are measured between true shapes, so diagonal
+  squeezes count: a cube standing 0.2 m off the wall in front of a 0.4 m door, overlapping it by
   0.15 m, leaves a 0.32 m diagonal between its corner and the wall's end, and agents (trained
   seekers too) slip through it, though only 0.25 m of the door line stays free. A locked box away
   from the door never blocks it.
@@ -179,9 +179,8 @@ def _gap(p: np.ndarray, q: np.ndarray) -> float:
 @njit
 def _line_piece(vertical: bool, c: float, a0: float, a1: float, out: np.ndarray) -> None:
     """Corners of the wall-thick stretch [a0, a1] of line ``c``."""
-    row = np.empty(5)
     mid, half = 0.5 * (a0 + a1), 0.5 * (a1 - a0)
-    row[0], row[1], row[2], row[3], row[4] = (c, mid, HALF_T, half, 0.0) if vertical else (mid, c, half, HALF_T, 0.0)
+    row = np.array([c, mid, HALF_T, half, 0.0]) if vertical else np.array([mid, c, half, HALF_T, 0.0])
     _corners(row, out)
 
 
