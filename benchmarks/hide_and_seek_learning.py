@@ -46,12 +46,11 @@ seen to pass in either variant. Replayed on the final policy of the larger-batch
 (3,072 self-play episodes), the old rule counted 63 forts (2.1 %), in 27 % of which the seeker got
 more than 0.5 m into the room with every box still locked; the new rule counts 40 (1.3 %), in none
 of which it did, and in them the hider stayed hidden on 87 % of play steps (64 % with no door
-blocked). The defaults rerun under this rule
-(same command, 30 minutes, 2,496 updates, 15.3 M env steps): hiders carried boxes from ~14 M
-samples trained (max_box_move_prep ~0.2 m -> ~1.5 m) while half of them left the room, the fort
-rate rose to 0.030 by minute 18 and held ~0.028 to minute 26, then the run turned over (hiders back
-in the room, locks and box carrying falling back, entropy rising): fort_rate 0.009 over the last
-10 %, seeker / hider gains 8.6 / -16.2.
+blocked). The defaults rerun under this rule (same command, 30 minutes, 2,496 updates, 15.3 M env
+steps): hiders carried boxes from ~14 M samples trained (max_box_move_prep ~0.2 m -> ~1.5 m) while
+half of them left the room, the fort rate rose to 0.030 by minute 18 and held ~0.028 to minute 26,
+then the run turned over (hiders back in the room, locks and box carrying falling back, entropy
+rising): fort_rate 0.009 over the last 10 %, seeker / hider gains 8.6 / -16.2.
 
 The same benchmark with the horizon reported as a termination instead of a truncation (no value
 bootstrapped past the last play step; an experiment, not shipped): seeker_gain_pts 33.5,
