@@ -185,6 +185,26 @@ def test_a_seeker_in_the_room_sees_the_hider_from_the_first_play_step(variant: s
     assert stats["first_seen_step"] == 0.0 and stats["hidden_fraction"] == 0.0
 
 
+@pytest.mark.parametrize("locked_by, inside", [(HIDER, False), (None, True)])
+def test_a_seeker_counts_as_in_the_room_only_once_wholly_past_the_wall(variant: str, locked_by: int | None,
+                                                                          inside: bool) -> None:
+    """A cube 0.2 m off the wall in front of the door: locked, it closes the door, yet the seeker
+    pushing at it gets its centre past the wall line, into the doorway, and must not count as in
+    the room; unlocked, the seeker pushes it away and comes in."""
+    env = make(variant, horizon=40)
+    walls = room_walls(horizontal_door=False)
+    scene = Scene([HIDER_IN, Agent(2.7, 4.2, 0.0, SEEKER)], walls, [x_door_box(locked_by, dx=0.2)], t=env.prep_steps)
+    env.load_scene(0, scene)
+    deepest, episodes = -math.inf, []
+    while not episodes:
+        episodes = env.step(np.array([[STILL, [10, 5, 5, 0, 0]]])).episodes
+        deepest = max(deepest, env.snapshot(0).agents[1].x if not episodes else deepest)
+    (stats,) = episodes
+    assert deepest > 3.0, deepest  # the seeker's centre crossed the wall line either way
+    assert stats["fort_prep"] == float(not inside)
+    assert (stats["seeker_in_room"] > 0.5) == inside, stats["seeker_in_room"]
+
+
 def test_one_hider_outside_the_room_means_not_every_hider_is_in(variant: str) -> None:
     env = make(variant, n_hiders=2)
     scene = Scene([HIDER_IN, Agent(1.0, 5.0, 0.0, HIDER), SEEKER_OUT], room_walls(), t=PREP)

@@ -28,8 +28,9 @@ are their footprint rectangles ``(xmin, ymin, xmax, ymax)`` (``scene.Wall.rect``
 The statistics: ``doors_blocked_prep`` = blocked doors / doors and ``fort_prep`` = 1.0 if every
 door is blocked, else 0.0, both when preparation ends and NaN without a door (in randomwalls a
 fort thus means every interior door closed). ``hider_in_room`` / ``seeker_in_room``: fraction of
-play steps ending with every hider / at least one seeker centred strictly inside the quadrant room
-(``in_room``); NaN in randomwalls (no room stands out) and without a play step.
+play steps ending with every hider / at least one seeker wholly inside the quadrant room
+(``in_room``: past the inner walls' room face); NaN in randomwalls (no room stands out) and without
+a play step.
 ``first_seen_step``: the first play step (0-based from the end of preparation) on which a seeker
 sees a hider, or the number of play steps if none does.
 """
@@ -53,10 +54,16 @@ EPS = 1e-9
 BOX_COLUMNS = 5  # rows of ``boxes``: x, y, half size x, half size y, yaw
 
 
+# An agent is in the quadrant room when its whole disc is past the room face of the inner walls (2 cm
+# allowed for contacts): a seeker pressed into a doorway a locked box closes stays out, its centre at
+# most PASSAGE - radius past that face, while an agent standing against the wall inside is in.
+INSIDE = ROOM_LO + HALF_T + spec.AGENT_RADIUS - 0.02
+
+
 @njit
 def in_room(x: float, y: float) -> bool:
-    """Whether a point lies strictly inside the quadrant room (inside its wall lines)."""
-    return ROOM_LO < x < spec.FLOOR_SIZE and ROOM_LO < y < spec.FLOOR_SIZE
+    """Whether an agent centred at ``(x, y)`` stands wholly inside the quadrant room (see ``INSIDE``)."""
+    return INSIDE < x < spec.FLOOR_SIZE and INSIDE < y < spec.FLOOR_SIZE
 
 
 @njit
