@@ -52,6 +52,10 @@ half of them left the room, the fort rate rose to 0.030 by minute 18 and held ~0
 then the run turned over (hiders back in the room, locks and box carrying falling back, entropy
 rising): fort_rate 0.009 over the last 10 %, seeker / hider gains 8.6 / -16.2.
 
+Every hider_in_room / seeker_in_room figure in this docstring counts an agent as in the room once
+its centre crossed the wall line; the statistic now asks for its whole disc past the wall's room
+face, so a seeker pressed into a doorway that a locked cube closes no longer counts.
+
 The same benchmark with the horizon reported as a termination instead of a truncation (no value
 bootstrapped past the last play step; an experiment, not shipped): seeker_gain_pts 33.5,
 hider_gain_pts 16.7, fort_rate 0.008, seekers in the room within a minute, hiders later leaving it
@@ -102,6 +106,25 @@ More experiments, not shipped (one run each):
   in that 0.2 m cell of the floor in the actor's envs. Hiders left the room sooner (hider_in_room
   0.54 by minute 6, 0.38 by minute 12) and locked fewer boxes (0.57 per preparation at minute 3,
   0.06 at minute 18); the fort rate never passed 0.009 (minute 9). Stopped at minute 18.
+- Doors for the critic only (each door's centre, orientation and width as attention tokens the
+  critic attends to and the policy never sees, so the value can tell a closed door from a box
+  standing beside a wall): the course of the defaults. Seekers in the room by minute 3
+  (seeker_in_room 0.68), locked boxes per preparation 0.84 by minute 6, then from minute 9 hiders
+  left the room (hider_in_room 0.67, 0.49 at minute 12) and the fort rate stayed at 0.008-0.010.
+  Stopped at minute 18.
+- The original's reach for grab and lock (its released code measures 0.25 m from the agent's
+  centre to the box, a 0.10 m gap from the disc, where this env allows a 0.25 m gap; lite only):
+  hiders carried boxes far sooner (max_box_move_prep 0.7 m by minute 6, 1.5 m by minute 9, ~1.6 m
+  to the end) but hardly locked them (0.12-0.16 per preparation from minute 6, 0.01-0.02 from
+  minute 15), and no door was closed (doors_blocked_prep at most 0.007); hiders stayed hidden more
+  (self-play hidden fraction ~0.80 from minute 15). 10.6 M env steps, fort_rate 0.0, seeker /
+  hider gains 27.7 / 13.7.
+- The spec's PPO settings (``--ppo lr=3e-4 --ppo ent_coef=0.01``; 8.6 M env steps, 1,403 updates,
+  on a machine that ran about half as fast as the defaults' run above): seekers entered the room
+  more slowly (seeker_in_room 0.42 at minute 3, 0.64 at minute 9), the fort rate reached 0.010 by
+  minute 9 while hiders stayed in the room, then from minute 12 hiders left it in part
+  (hider_in_room 0.57-0.80) and box locking fell from 0.73 to 0.22 per preparation; fort_rate
+  0.007, seeker / hider gains 24.5 / 1.2.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
