@@ -198,7 +198,8 @@ def test_a_seeker_counts_as_in_the_room_only_once_wholly_past_the_wall(variant: 
     deepest, episodes = -math.inf, []
     while not episodes:
         episodes = env.step(np.array([[STILL, [10, 5, 5, 0, 0]]])).episodes
-        deepest = max(deepest, env.snapshot(0).agents[1].x if not episodes else deepest)
+        if not episodes:  # once it ends, the env has started the next episode
+            deepest = max(deepest, env.snapshot(0).agents[1].x)
     (stats,) = episodes
     assert deepest > 3.0, deepest  # the seeker's centre crossed the wall line either way
     assert stats["fort_prep"] == float(not inside)
