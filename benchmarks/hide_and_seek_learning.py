@@ -119,12 +119,13 @@ More experiments, not shipped (one run each):
   minute 15), and no door was closed (doors_blocked_prep at most 0.007); hiders stayed hidden more
   (self-play hidden fraction ~0.80 from minute 15). 10.6 M env steps, fort_rate 0.0, seeker /
   hider gains 27.7 / 13.7.
-- The spec's PPO settings (``--ppo lr=3e-4 --ppo ent_coef=0.01``; 8.6 M env steps, 1,403 updates,
-  on a machine that ran about half as fast as the defaults' run above): seekers entered the room
-  more slowly (seeker_in_room 0.42 at minute 3, 0.64 at minute 9), the fort rate reached 0.010 by
-  minute 9 while hiders stayed in the room, then from minute 12 hiders left it in part
-  (hider_in_room 0.57-0.80) and box locking fell from 0.73 to 0.22 per preparation; fort_rate
-  0.007, seeker / hider gains 24.5 / 1.2.
+- The spec's PPO settings (``--ppo lr=3e-4 --ppo ent_coef=0.01``; 8.6 M env steps, 1,403 updates;
+  this run and the two before it had a slower machine, on which `make demo` made 62 % of the env
+  steps it made on the defaults' run's machine): seekers entered the room more slowly
+  (seeker_in_room 0.42 at minute 3, 0.64 at minute 9), the fort rate reached 0.010 by minute 9 while
+  hiders stayed in the room, then from minute 12 hiders left it in part (hider_in_room 0.57-0.80)
+  and box locking fell from 0.73 to 0.22 per preparation; fort_rate 0.007, seeker / hider gains
+  24.5 / 1.2.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
