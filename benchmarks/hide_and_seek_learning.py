@@ -8,6 +8,7 @@ From the training episodes (self-play, as the run's metrics recorded them):
 
 - ``fort_rate``: mean ``fort_prep`` (every door of the room blocked by a hider-locked box at the end
   of preparation) over the last 10 % of training episodes;
+- ``fort_rate_by_doors``: the same, over the episodes whose room had one door and over those with two;
 - ``minutes_to``: wall-clock minutes from the first episode until the rolling mean (``--window``
   episodes) of a phase statistic first reached its milestone: ``fort`` (fort_prep >= 0.5), ``box_lock``
   (num_box_lock_prep >= 0.75: the untrained policy locks ~0.3 boxes in preparation by chance),
@@ -228,6 +229,10 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({
         "fort_rate": last_fraction_mean(episodes, "fort_prep"),
         "minutes_to_fort": reached["fort"],
+        # the quadrant room has one door or two (with p=0.5 one wall has none): a lone hider has two
+        # to close in half of the episodes, so the fort rate is also given per door count
+        "fort_rate_by_doors": {str(doors): last_fraction_mean(
+            [e for e in episodes if e.get("num_doors") == doors], "fort_prep") for doors in (1, 2)},
         "seeker_gain_pts": evaluation["seeker_gain_pts"],
         "hider_gain_pts": evaluation["hider_gain_pts"],
         "minutes_to": reached,

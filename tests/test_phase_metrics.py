@@ -117,12 +117,12 @@ def test_a_locked_box_away_from_the_door_does_not_count(variant: str, dx: float,
 
 def test_every_door_blocked_is_a_fort(variant: str) -> None:
     stats = phase(variant, [x_door_box(), y_door_box()])
-    assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0
+    assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0 and stats["num_doors"] == 2.0
 
 
 def test_a_room_with_one_door_is_a_fort_with_one_box(variant: str) -> None:
     stats = phase(variant, [x_door_box()], room_walls(horizontal_door=False))
-    assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0
+    assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0 and stats["num_doors"] == 1.0
 
 
 @pytest.mark.parametrize("off_wall, closed", [(0.0, True), (0.05, True), (0.15, False), (0.2, False)])
@@ -162,11 +162,12 @@ def test_randomwalls_counts_the_doors_of_interior_walls(variant: str) -> None:
     split = [Wall(3.0, 0.0, 3.0, 4.0), Wall(3.0, 4.4, 3.0, 6.0)]  # one interior wall, door y in [4, 4.4]
     agents = [Agent(5.5, 5.5, 0.0, HIDER), SEEKER_OUT]
     stats = play_out(env, Scene(agents, outer_walls() + split, [x_door_box()], t=PREP))
-    assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0
+    assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0 and stats["num_doors"] == 1.0
     stats = play_out(env, Scene(agents, outer_walls() + split, [x_door_box(locked_by=None)], t=PREP))
     assert stats["doors_blocked_prep"] == 0.0 and stats["fort_prep"] == 0.0
     stats = play_out(env, Scene(agents, outer_walls(), [x_door_box()], t=PREP))  # one room: no door
     assert math.isnan(stats["doors_blocked_prep"]) and math.isnan(stats["fort_prep"])
+    assert stats["num_doors"] == 0.0
     assert math.isnan(stats["hider_in_room"]) and math.isnan(stats["seeker_in_room"])
     assert stats["first_seen_step"] == PLAY
 
@@ -243,6 +244,7 @@ def test_random_play_keeps_the_figures_in_range(variant: str, seed: int, scenari
     if scenario == "quadrant":  # the room always has a door, and is there to be in
         assert not any(math.isnan(stats[k]) for k in spec.PHASE_STAT_KEYS)
         assert stats["fort_prep"] == float(stats["doors_blocked_prep"] == 1.0)
+        assert stats["num_doors"] in (1.0, 2.0)  # two door walls, one of them dropped with p=0.5
     else:
         assert math.isnan(stats["hider_in_room"]) and math.isnan(stats["seeker_in_room"])
 
@@ -269,7 +271,7 @@ def test_statistics_keys_identical_across_variants_and_scenarios() -> None:
                 result = env.step(np.array([[STILL] * env.num_agents]))
             keys.append(list(result.episodes[0]))
     assert all(k == keys[0] for k in keys)
-    assert keys[0][-7:-2] == list(spec.PHASE_STAT_KEYS)
+    assert keys[0][-8:-2] == list(spec.PHASE_STAT_KEYS)
 
 
 def _lite_rollout() -> list[dict[str, float]]:
@@ -320,8 +322,8 @@ def test_doors_are_the_open_stretches_of_the_room_sides() -> None:
     assert _doors(outer_walls(), _boxes()) == (2, 0)  # no room walls: each side is one wide door
     assert _doors(room_walls(False, False), _boxes()) == (0, 0)
     closed = _rects(room_walls(False, False))
-    blocked, fort = door_stats(closed, len(closed), True, _boxes(), 0)
-    assert math.isnan(blocked) and math.isnan(fort)
+    blocked, fort, doors = door_stats(closed, len(closed), True, _boxes(), 0)
+    assert math.isnan(blocked) and math.isnan(fort) and doors == 0
 
 
 @pytest.mark.parametrize("cover, blocked", [(0.4, True), (0.15, True), (0.13 + 1e-6, True),

@@ -73,6 +73,8 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["updates"] >= 1 and report["env_steps"] > 0
     assert 0.0 <= report["fort_rate"] <= 1.0
+    assert set(report["fort_rate_by_doors"]) == {"1", "2"}
+    assert all(rate is None or 0.0 <= rate <= 1.0 for rate in report["fort_rate_by_doors"].values())
     assert set(report["minutes_to"]) == set(bench.MILESTONES)
     for key in ("seeker_gain_pts", "hider_gain_pts"):
         assert -100.0 <= report[key] <= 100.0

@@ -31,6 +31,7 @@ fort thus means every interior door closed). ``hider_in_room`` / ``seeker_in_roo
 play steps ending with every hider / at least one seeker wholly inside the quadrant room
 (``in_room``: past the inner walls' room face); NaN in randomwalls (no room stands out) and without
 a play step.
+``num_doors``: how many doors the room (randomwalls: all interior walls) has.
 ``first_seen_step``: the first play step (0-based from the end of preparation) on which a seeker
 sees a hider, or the number of play steps if none does.
 """
@@ -251,13 +252,13 @@ def count_doors(walls: np.ndarray, n_walls: int, quadrant: bool, boxes: np.ndarr
 
 @njit
 def door_stats(walls: np.ndarray, n_walls: int, quadrant: bool, boxes: np.ndarray,
-               n_boxes: int) -> tuple[float, float]:
-    """``(doors_blocked_prep, fort_prep)`` for the world as it stands: the share of doors blocked
-    and 1.0 if all are (0.0 otherwise); both NaN when the world has no door."""
+               n_boxes: int) -> tuple[float, float, float]:
+    """``(doors_blocked_prep, fort_prep, num_doors)`` for the world as it stands: the share of doors
+    blocked, 1.0 if all are (0.0 otherwise), and the number of doors; the first two NaN without a door."""
     doors, blocked = count_doors(walls, n_walls, quadrant, boxes, n_boxes)
     if doors == 0:
-        return math.nan, math.nan
-    return blocked / doors, 1.0 if blocked == doors else 0.0
+        return math.nan, math.nan, 0.0
+    return blocked / doors, 1.0 if blocked == doors else 0.0, float(doors)
 
 
 def warm_up() -> None:

@@ -22,8 +22,8 @@ from srl_lab.envs.hide_and_seek.lite_sense import update_visibility, write_obs
 
 NEUTRAL = (spec.FORCE_BUCKETS - 1) // 2
 ACC_HIDDEN, ACC_PLAY, ACC_BOX_MOVE, ACC_BOX_LOCK, ACC_RAMP_MOVE, ACC_RAMP_LOCK = range(6)
-ACC_DOORS_BLOCKED, ACC_FORT, ACC_HIDER_ROOM, ACC_SEEKER_ROOM, ACC_SEEN_AT = range(6, 11)
-ACC_SIZE = 11
+ACC_DOORS_BLOCKED, ACC_FORT, ACC_HIDER_ROOM, ACC_SEEKER_ROOM, ACC_SEEN_AT, ACC_DOORS = range(6, 12)
+ACC_SIZE = 12
 # Columns of ``stats``: spec.EPISODE_STAT_KEYS (its PHASE_STAT_KEYS last), then "return" and "length".
 N_STATS = len(spec.EPISODE_STAT_KEYS) + 2
 
@@ -115,7 +115,8 @@ def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, walls: 
     acc[ACC_BOX_MOVE], acc[ACC_BOX_LOCK] = move_and_locks(ob, oi, start, 0)
     acc[ACC_RAMP_MOVE], acc[ACC_RAMP_LOCK] = move_and_locks(ob, oi, start, 1)
     boxes, n_boxes = hider_locked_boxes(ob, oi)
-    acc[ACC_DOORS_BLOCKED], acc[ACC_FORT] = door_stats(walls, n_walls, quadrant, boxes, n_boxes)
+    blocked, fort, doors = door_stats(walls, n_walls, quadrant, boxes, n_boxes)
+    acc[ACC_DOORS_BLOCKED], acc[ACC_FORT], acc[ACC_DOORS] = blocked, fort, doors
 
 
 @njit
@@ -174,7 +175,7 @@ def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_
 
 @njit
 def _phase_stats(acc: np.ndarray, quadrant: bool, out: np.ndarray) -> None:
-    """``spec.PHASE_STAT_KEYS`` into ``out[5]`` (room fractions NaN outside quadrant or without play)."""
+    """``spec.PHASE_STAT_KEYS`` into ``out[6]`` (room fractions NaN outside quadrant or without play)."""
     play = acc[ACC_PLAY]
     room = quadrant and play > 0
     out[0] = acc[ACC_DOORS_BLOCKED]
@@ -182,6 +183,7 @@ def _phase_stats(acc: np.ndarray, quadrant: bool, out: np.ndarray) -> None:
     out[2] = acc[ACC_HIDER_ROOM] / play if room else math.nan
     out[3] = acc[ACC_SEEKER_ROOM] / play if room else math.nan
     out[4] = acc[ACC_SEEN_AT] - 1.0 if acc[ACC_SEEN_AT] > 0 else play
+    out[5] = acc[ACC_DOORS]
 
 
 @njit
@@ -198,9 +200,9 @@ def episode_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.nda
     out[7] = acc[ACC_RAMP_MOVE]
     out[8], out[10] = move_and_locks(ob, oi, start, 1)
     out[9] = acc[ACC_RAMP_LOCK]
-    _phase_stats(acc, quadrant, out[11:16])
-    out[16] = ret.sum() / n_agents
-    out[17] = t
+    _phase_stats(acc, quadrant, out[11:17])
+    out[17] = ret.sum() / n_agents
+    out[18] = t
 
 
 @njit

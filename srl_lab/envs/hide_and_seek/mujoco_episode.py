@@ -184,8 +184,8 @@ class Episode:
         self.prep_locked = self.owner != UNLOCKED
         self.prep_doors = self._door_stats()
 
-    def _door_stats(self) -> tuple[float, float]:
-        """``(doors_blocked_prep, fort_prep)`` of the current state (rule in ``doors``)."""
+    def _door_stats(self) -> tuple[float, float, float]:
+        """``(doors_blocked_prep, fort_prep, num_doors)`` of the current state (rule in ``doors``)."""
         n_b = self.world.n_boxes
         mine = np.flatnonzero(self.owner[:n_b] == HIDER)
         boxes = np.zeros((max(len(mine), 1), BOX_COLUMNS))
@@ -196,7 +196,7 @@ class Episode:
 
     def _phase_stats(self) -> dict[str, float]:
         """``spec.PHASE_STAT_KEYS`` (room fractions NaN outside quadrant or without a play step)."""
-        blocked, fort = self.prep_doors if self.prep_doors is not None else self._door_stats()
+        blocked, fort, doors = self.prep_doors if self.prep_doors is not None else self._door_stats()
         room = self.scenario == "quadrant" and self.play_steps > 0
         play = max(self.play_steps, 1)
         return {
@@ -205,6 +205,7 @@ class Episode:
             "hider_in_room": self.hiders_in_room_steps / play if room else float("nan"),
             "seeker_in_room": self.seeker_in_room_steps / play if room else float("nan"),
             "first_seen_step": float(self.play_steps if self.first_seen is None else self.first_seen),
+            "num_doors": float(doors),
         }
 
     def snapshot(self) -> Scene:

@@ -46,15 +46,18 @@ ENTITY_DIM = 15  # boxes and ramps
 
 # Which emergent phase an episode reached (exact rules in ``doors``): share of the room's doors that
 # hider-locked boxes block when preparation ends, 1.0 if that is all of them (a fort), fraction of
-# play steps with every hider / at least one seeker in the quadrant room, and the first play step on
-# which a seeker sees a hider (the play length if none does). NaN where a figure is undefined: no
-# door; the room fractions in ``randomwalls`` (no room stands out) or without a play step.
+# play steps with every hider / at least one seeker in the quadrant room, the first play step on
+# which a seeker sees a hider (the play length if none does), and how many doors the room has (the
+# quadrant's 1 or 2: with p=0.5 one wall has none, and a fort is harder with two). NaN where a figure
+# is undefined: no door; the room fractions in ``randomwalls`` (no room stands out) or without a play
+# step.
 PHASE_STAT_KEYS = (
     "doors_blocked_prep",
     "fort_prep",
     "hider_in_room",
     "seeker_in_room",
     "first_seen_step",
+    "num_doors",
 )
 
 EPISODE_STAT_KEYS = (
