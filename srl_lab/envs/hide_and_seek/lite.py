@@ -21,7 +21,8 @@ Each ended self-play episode reports ``spec.EPISODE_STAT_KEYS`` (returns, fracti
 ramp moves and locks, then the phase figures ``spec.PHASE_STAT_KEYS``: share of the room's doors
 blocked by hider-locked boxes and whether all are when preparation ends, by the rule in ``doors``;
 fractions of play steps with every hider / some seeker in the quadrant room; the first play step a
-hider is seen on; the number of doors), plus ``return`` and ``length``; NaN marks a figure a world leaves undefined.
+hider is seen on; the number of doors), plus ``return`` and ``length``; NaN marks a figure a world
+leaves undefined.
 
 The kernels are compiled with numba when it is importable and run as plain Python otherwise
 (``SRL_LAB_NUMBA=0`` forces that), giving the same results.
