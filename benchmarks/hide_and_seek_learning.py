@@ -52,6 +52,13 @@ steps): hiders carried boxes from ~14 M samples trained (max_box_move_prep ~0.2 
 half of them left the room, the fort rate rose to 0.030 by minute 18 and held ~0.028 to minute 26,
 then the run turned over (hiders back in the room, locks and box carrying falling back, entropy
 rising): fort_rate 0.009 over the last 10 %, seeker / hider gains 8.6 / -16.2.
+Once more with the per-door rates (same command, 30 minutes, 13.1 M env steps, 2,130 updates): hiders
+left the room in part from minute 3 (hider_in_room 0.56 at minute 6-12, 0.63 over the last 10 %)
+and the two in-room shares swung against each other minute by minute; 0.7-1.6 locked boxes per
+preparation from minute 3, box carrying from ~23 M samples trained. fort_rate 0.012: 0.025 in rooms
+with one door, 0.0004 with two (one of two doors blocked in ~2 % of those); seeker / hider gains
+33.4 / 14.0. A lone hider closes one door now and then and two doors almost never, so a fort rate of
+0.5 needs it to close both doors in at least part of the two-door rooms.
 
 Every hider_in_room / seeker_in_room figure in this docstring counts an agent as in the room once
 its centre crossed the wall line; the statistic now asks for its whole disc past the wall's room
@@ -134,6 +141,16 @@ More experiments, not shipped (one run each):
   0.012 at minute 9; then hiders stopped locking (0.14 per preparation at minute 12, 0.01 at
   minute 15) and left the room (hider_in_room 0.59 at minute 15), and the fort rate fell to 0.000.
   1,008 updates by minute 16, when it was stopped (on a machine as slow as the last three runs').
+
+- Self-imitation (Oh et al. 2018), to replay the rare forts: each batch's 2 % of rows with the
+  largest positive V-trace advantage went into a 24,576-row FIFO buffer, and every minibatch step
+  also minimised -log pi(a|s) * max(R - V, 0) + 0.01 * max(R - V, 0)^2 / 2 (current V) over 1,024
+  rows drawn from it. In the runs above fort episodes returned the hider ~40 against ~15 (minutes
+  3-12), but came one per update or fewer. Here hiders stayed in the room (hider_in_room 0.91 over
+  the last 10 %) while seekers took over (seeker_in_room 0.72-0.76, hidden fraction 0.58-0.62 at minutes 6-21),
+  box locking rose only late (0.35 per preparation at minute 6, 0.8 at the end), and the fort rate
+  crept from 0.001 to 0.004; 9.4 M env steps (13.1 M for the defaults just before it); fort_rate
+  0.004 (0.008 with one door, 0.0 with two), seeker / hider gains 35.8 / 11.9.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
