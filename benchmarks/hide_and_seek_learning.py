@@ -141,16 +141,16 @@ More experiments, not shipped (one run each):
   0.012 at minute 9; then hiders stopped locking (0.14 per preparation at minute 12, 0.01 at
   minute 15) and left the room (hider_in_room 0.59 at minute 15), and the fort rate fell to 0.000.
   1,008 updates by minute 16, when it was stopped (on a machine as slow as the last three runs').
-
 - Self-imitation (Oh et al. 2018), to replay the rare forts: each batch's 2 % of rows with the
   largest positive V-trace advantage went into a 24,576-row FIFO buffer, and every minibatch step
   also minimised -log pi(a|s) * max(R - V, 0) + 0.01 * max(R - V, 0)^2 / 2 (current V) over 1,024
-  rows drawn from it. In the runs above fort episodes returned the hider ~40 against ~15 (minutes
-  3-12), but came one per update or fewer. Here hiders stayed in the room (hider_in_room 0.91 over
-  the last 10 %) while seekers took over (seeker_in_room 0.72-0.76, hidden fraction 0.58-0.62 at minutes 6-21),
-  box locking rose only late (0.35 per preparation at minute 6, 0.8 at the end), and the fort rate
-  crept from 0.001 to 0.004; 9.4 M env steps (13.1 M for the defaults just before it); fort_rate
-  0.004 (0.008 with one door, 0.0 with two), seeker / hider gains 35.8 / 11.9.
+  rows drawn from it. In four of the runs above, fort episodes returned the hider ~40 against ~15
+  for the rest (minutes 3-12), but came one per update or fewer. Here hiders stayed in the room
+  (hider_in_room 0.91 over the last 10 %) while seekers took over (seeker_in_room 0.72-0.76, hidden
+  fraction 0.58-0.62 at minutes 6-21), box locking rose only late (0.35 per preparation at minute
+  6, 0.8 at the end), and the fort rate crept from 0.001 to 0.004; 9.4 M env steps (13.1 M for
+  the defaults just before it); fort_rate 0.004 (0.008 with one door, 0.0 with two), seeker /
+  hider gains 35.8 / 11.9.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
