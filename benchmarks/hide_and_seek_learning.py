@@ -151,6 +151,12 @@ More experiments, not shipped (one run each):
   6, 0.8 at the end), and the fort rate crept from 0.001 to 0.004; 9.4 M env steps (13.1 M for
   the defaults just before it); fort_rate 0.004 (0.008 with one door, 0.0 with two), seeker /
   hider gains 35.8 / 11.9.
+- Half the learning rate (``--ppo lr=3e-4``, the entropy weight left at 0.002), to slow the teams'
+  minute-to-minute swings: the defaults' course a little later. The fort rate 0.017 and 1.4 locked
+  boxes per preparation at minutes 6-9 with hiders in the room, then hiders left it in part
+  (hider_in_room 0.59 at minute 12, 0.49 over the last 10 %) and locking fell to ~0.4; 10.8 M env
+  steps, 1,763 updates; fort_rate 0.006 (0.012 with one door, 0.0004 with two), seeker / hider gains
+  21.0 / 7.7.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
