@@ -152,9 +152,9 @@ More experiments, not shipped (one run each):
   the defaults just before it); fort_rate 0.004 (0.008 with one door, 0.0 with two), seeker /
   hider gains 35.8 / 11.9.
 - Half the learning rate (``--ppo lr=3e-4``, the entropy weight left at 0.002), to slow the teams'
-  minute-to-minute swings: the defaults' course a little later. The fort rate 0.017 and 1.4 locked
-  boxes per preparation at minutes 6-9 with hiders in the room, then hiders left it in part
-  (hider_in_room 0.59 at minute 12, 0.49 over the last 10 %) and locking fell to ~0.4; 10.8 M env
+  minute-to-minute swings: the defaults' course. The fort rate 0.013 and 1.4 locked boxes per
+  preparation at minute 6 with hiders in the room (0.99), then from minute 9 hiders left it in part
+  (hider_in_room 0.61 at minute 9, 0.49 over the last 10 %) and locking fell to ~0.4; 10.8 M env
   steps, 1,763 updates; fort_rate 0.006 (0.012 with one door, 0.0004 with two), seeker / hider gains
   21.0 / 7.7.
 
