@@ -115,8 +115,7 @@ def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, walls: 
     acc[ACC_BOX_MOVE], acc[ACC_BOX_LOCK] = move_and_locks(ob, oi, start, 0)
     acc[ACC_RAMP_MOVE], acc[ACC_RAMP_LOCK] = move_and_locks(ob, oi, start, 1)
     boxes, n_boxes = hider_locked_boxes(ob, oi)
-    blocked, fort, doors = door_stats(walls, n_walls, quadrant, boxes, n_boxes)
-    acc[ACC_DOORS_BLOCKED], acc[ACC_FORT], acc[ACC_DOORS] = blocked, fort, doors
+    acc[ACC_DOORS_BLOCKED], acc[ACC_FORT], acc[ACC_DOORS] = door_stats(walls, n_walls, quadrant, boxes, n_boxes)
 
 
 @njit
