@@ -157,6 +157,30 @@ More experiments, not shipped (one run each):
   (hider_in_room 0.61 at minute 9, 0.49 over the last 10 %) and locking fell to ~0.4; 10.8 M env
   steps, 1,763 updates; fort_rate 0.006 (0.012 with one door, 0.0004 with two), seeker / hider gains
   21.0 / 7.7.
+- Two PPO epochs per batch (``--ppo epochs=2``; sample reuse 2, as the spec allows up to 4): 8.0 M
+  env steps, 1,301 updates. The fort rate 0.012-0.013 at minutes 3-12 with hiders in the room and
+  1.0-1.3 locked boxes per preparation, flat for those 9 minutes (~400 updates); at minute 12 hiders
+  left the room (hider_in_room 0.35) and seekers stopped entering it (0.28), and the self-play hidden
+  fraction rose to 0.78 from 0.66 with hiders in the room at minute 6: against the seeker of the
+  moment, leaving the room paid more than the forts then built. Hiders then carried boxes (max_box_
+  move_prep 0.3 m -> 1.5 m) but not to the doors: fort_rate 0.0001, seeker / hider gains 30.7 / 6.4.
+  In this run 40 % of the fort episodes moved no box more than 0.3 m in preparation, against 42 % of
+  the other one-door episodes: most forts were a box that spawned by the door, locked, not one
+  carried there.
+- Two hiders against two seekers (``--hiders 2 --seekers 2``, the spec's quadrant default: a hider
+  for each door): the defaults' course at four agent rows per env step (5.2 M env steps, 1,268
+  updates). Seekers in the room from minute 3 (seeker_in_room ~0.6), the two in-room shares swinging
+  against each other (hider_in_room between 0.31 and 1.0 from minute to minute), and two hiders
+  closed two doors no more often than one: the fort rate stayed at or below 0.003 in two-door rooms
+  and 0.036 in one-door rooms in every minute. fort_rate 0.010 (0.020 with one door, 0.0 with two),
+  seeker / hider gains 32.8 / -12.6.
+- The cluster size's wider model (``recipes/hide_and_seek.py --minutes 30 --hidden 128 --embed 64``,
+  figures from its run's metrics; 8.4 M env steps, 1,374 updates): seekers in the room by minute 3
+  (0.70), hiders carrying boxes and leaving the room at minutes 6-9 (hider_in_room 0.62), and then
+  the seekers gave up the room for good: seeker_in_room 0.005-0.009 in every 3-minute stretch from
+  minute 12 to the end, the hidden fraction 0.93-0.97, at most 0.004 locked boxes per preparation.
+  Fort rate 0.004 at its best (minute 7), 0.0 over the last 10 %; the trained seeker saw a random hider on 9 % of play steps (a random
+  seeker 7 %), and against it the trained hider stayed hidden 97 % (a random hider 91 %).
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
@@ -236,11 +260,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
                         help="also play past versions of the policy, every N-th kept (0: only the latest)")
     parser.add_argument("--mapping", default="shared", help="the recipe's --mapping (it checks the value)")
+    parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
+    parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     args = parser.parse_args(argv)
 
     result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
                              "--eval-episodes", str(args.episodes), "--pool-every", str(args.pool_every),
                              "--mapping", args.mapping,
+                             *(["--hiders", str(args.hiders)] if args.hiders else []),
+                             *(["--seekers", str(args.seekers)] if args.seekers else []),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
                              *(arg for assignment in args.ppo for arg in ("--ppo", assignment))])
     run, evaluation = result.pop("run"), result.pop("evaluation")
@@ -265,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
             "hider_in_room", "first_seen_step")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
         "size": args.size, "ppo_overrides": args.ppo, "pool_every": args.pool_every, "mapping": args.mapping,
+        "hiders": args.hiders, "seekers": args.seekers,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))
