@@ -162,11 +162,12 @@ More experiments, not shipped (one run each):
   1.0-1.3 locked boxes per preparation, flat for those 9 minutes (~400 updates); at minute 12 hiders
   left the room (hider_in_room 0.35) and seekers stopped entering it (0.28), and the self-play hidden
   fraction rose to 0.78 from 0.66 with hiders in the room at minute 6: against the seeker of the
-  moment, leaving the room paid more than the forts then built. Hiders then carried boxes (max_box_
-  move_prep 0.3 m -> 1.5 m) but not to the doors: fort_rate 0.0001, seeker / hider gains 30.7 / 6.4.
+  moment, leaving the room paid more than the forts then built. Hiders then carried boxes
+  (max_box_move_prep 0.3 m -> 1.5 m) but not to the doors: fort_rate 0.0001, seeker / hider gains
+  30.7 / 6.4.
   In this run 40 % of the fort episodes moved no box more than 0.3 m in preparation, against 42 % of
-  the other one-door episodes: most forts were a box that spawned by the door, locked, not one
-  carried there.
+  the other one-door episodes: boxes spawn in the room, some by a door, and carrying one did not
+  make a fort likelier.
 - Two hiders against two seekers (``--hiders 2 --seekers 2``, the spec's quadrant default: a hider
   for each door): the defaults' course at four agent rows per env step (5.2 M env steps, 1,268
   updates). Seekers in the room from minute 3 (seeker_in_room ~0.6), the two in-room shares swinging
@@ -176,11 +177,12 @@ More experiments, not shipped (one run each):
   seeker / hider gains 32.8 / -12.6.
 - The cluster size's wider model (``recipes/hide_and_seek.py --minutes 30 --hidden 128 --embed 64``,
   figures from its run's metrics; 8.4 M env steps, 1,374 updates): seekers in the room by minute 3
-  (0.70), hiders carrying boxes and leaving the room at minutes 6-9 (hider_in_room 0.62), and then
+  (0.70), hiders carrying boxes and leaving the room at minutes 6-9 (hider_in_room 0.62-0.63), and then
   the seekers gave up the room for good: seeker_in_room 0.005-0.009 in every 3-minute stretch from
   minute 12 to the end, the hidden fraction 0.93-0.97, at most 0.004 locked boxes per preparation.
-  Fort rate 0.004 at its best (minute 7), 0.0 over the last 10 %; the trained seeker saw a random hider on 9 % of play steps (a random
-  seeker 7 %), and against it the trained hider stayed hidden 97 % (a random hider 91 %).
+  Fort rate 0.004 at its best (minute 7), 0.0 over the last 10 %; the trained seeker saw a random
+  hider on 9 % of play steps (a random seeker 7 %), and against it the trained hider stayed hidden
+  97 % (a random hider 91 %).
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
