@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 import cloudpickle
 import numpy as np
@@ -73,25 +74,31 @@ def hidden_fraction(policy, arm: str, hider_acts: bool, envs: int) -> float:
             obs = result.obs
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run with a checkpoint")
-    parser.add_argument("--envs", type=int, default=128, help="episodes per arm")
-    args = parser.parse_args(argv)
-    found = checkpoints.load_latest(checkpoints.folder(args.run_dir))
+def trained_policy(run_dir: str, parser: argparse.ArgumentParser) -> tuple[str, int, Any, Any]:
+    """(checkpoint path, version, policy in eval mode, the run's config) from ``run_dir``'s newest checkpoint."""
+    found = checkpoints.load_latest(checkpoints.folder(run_dir))
     if found is None:
-        parser.error(f"{args.run_dir} has no checkpoint to load a policy from")
+        parser.error(f"{run_dir} has no checkpoint to load a policy from")
     path, state = found
     config = cloudpickle.loads(state["config_pickle"])  # the run's exact config, saved with its weights
     probe = probe_env(config)
     policy = make_policy(config, probe.observation_space, probe.action_space, probe)
     policy.load_state_dict(state["algorithm"]["policy"])
     policy.eval()
+    return path, int(state["version"]), policy, config
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run with a checkpoint")
+    parser.add_argument("--envs", type=int, default=128, help="episodes per arm")
+    args = parser.parse_args(argv)
+    path, version, policy, _ = trained_policy(args.run_dir, parser)
     hidden = {f"{arm}/{'policy' if acts else 'still'}_hider": hidden_fraction(policy, arm, acts, args.envs)
               for arm in ARMS for acts in (True, False)}
     for name, value in hidden.items():
         print(f"{name:32s} hidden on {100 * value:5.1f} % of play steps")
-    print(json.dumps({"checkpoint": path, "version": state["version"], "episodes_per_arm": args.envs,
+    print(json.dumps({"checkpoint": path, "version": version, "episodes_per_arm": args.envs,
                       "hidden_fraction": hidden,
                       "fort_payoff_pts": 100 * (hidden["fort/policy_hider"] - hidden["open/policy_hider"])}))
 

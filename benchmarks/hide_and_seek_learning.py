@@ -183,11 +183,40 @@ More experiments, not shipped (one run each):
   Fort rate 0.004 at its best (minute 7), 0.0 over the last 10 %; the trained seeker saw a random
   hider on 9 % of play steps (a random seeker 7 %), and against it the trained hider stayed hidden
   97 % (a random hider 91 %).
+- No entropy bonus (``--ppo ent_coef=0``, against 0.002), so that a hider standing by a locked box
+  would not unlock it by a chance 0 on its lock head: 13.2 M env steps, 2,154 updates. The defaults'
+  start (seeker_in_room ~0.7 from minute 3; 0.9-1.1 locked boxes per preparation and the fort rate
+  0.005-0.007 at minutes 3-9), then at minute 9 hiders left the room (hider_in_room 0.46) and all
+  but stopped locking (0.10 boxes per preparation at minute 9, at most 0.004 from minute 21):
+  fort_rate 0.0001, seeker / hider gains 11.1 / -3.1.
+- GAE lambda 0.99 (``--ppo gae_lambda=0.99``, against 0.95), so that play rewards reach
+  preparation's actions with less bootstrapping (the whole-episode run above changed the batch
+  size too): 13.2 M env steps, 2,150 updates. Seekers in the room by minute 3 (0.69), 1.04 locked
+  boxes per preparation and the fort rate 0.007 then; hiders left the room at minutes 6-9
+  (hider_in_room 0.84, then 0.50) and locking fell to 0.03 by minute 12, came back to 0.34 at
+  minute 18 (fort rate 0.012, 0.023 with one door) with half the hiders out of the room, and fell
+  again: fort_rate 0.005, seeker / hider gains 21.5 / 2.8.
 
 A fort does pay in this env: ``hide_and_seek_fort_payoff.py`` on the termination run's final
 policy (one door closed by a hider-locked cube at the start of play) kept its hider hidden on 97.8 %
 of play steps, against 75.5 % with the cube elsewhere (a hider standing still: 100 % against 33 %).
 What self-play lacks on this budget is finding the fort, not a reason to build it.
+
+The defaults once more, on the tree that added ``hide_and_seek_box_use.py`` (same command, 30
+minutes, 14.2 M env steps, 2,313 updates): seekers in the room from minute 1 (seeker_in_room 0.67
+at minutes 3-6), hiders locking ~0.45 boxes per preparation in the first 6 minutes and 0.03-0.3
+after; until minute 24 the two in-room shares swung against each other and the self-play hidden
+fraction stayed between 0.56 and 0.74. From minute 25 hiders kept to the room (hider_in_room ~0.9)
+and carried a box through preparation (max_box_move_prep 0.5 m -> 1.6 m), and the hidden fraction
+rose from 0.64 to 0.89 while a seeker was still in the room on half the play steps: the seekers'
+success rose, then fell, but not to forts (fort_rate 0.004: 0.008 with one door, 0.0008 with two).
+Seeker / hider gains 24.3 / 24.1, both above 20 in one run, as in the first defaults run above.
+``hide_and_seek_box_use.py`` on its final policy: the hider holds a box on 78.5 % of play steps, on
+55 % of those between itself and the nearest seeker (within 60° of the way to it; 1/3 by chance),
+and is hidden on 92.4 % of play steps, 77.2 % with its grabs forced off. It carries the box as a
+moving shield, which the fort rule (locked boxes only) does not count; ``hider_holds_play`` now
+shows it on the curves. The final hiders of the two-epoch, 2 v 2, wider-model, no-entropy and
+lambda-0.99 runs above held a box on 9.5, 9.4, 0.1, 0.0 and 12.1 % of play steps.
 
 The last stdout line is one JSON object.
 """
@@ -292,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         "evaluation": evaluation,
         "training_last_10pct": {key: last_fraction_mean(episodes, key) for key in (
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
-            "hider_in_room", "first_seen_step")},
+            "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
         "size": args.size, "ppo_overrides": args.ppo, "pool_every": args.pool_every, "mapping": args.mapping,
         "hiders": args.hiders, "seekers": args.seekers,

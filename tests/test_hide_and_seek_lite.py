@@ -162,6 +162,21 @@ def test_episode_statistics_on_a_hand_built_scene() -> None:
     assert stats["max_ramp_move"] == stats["num_ramp_lock"] == 0.0
 
 
+def test_held_object_xy_follows_a_carried_box_and_is_nan_for_a_pushed_one() -> None:
+    env = HideAndSeekLite(2, "quadrant", n_hiders=1, n_seekers=1, n_boxes=2, n_ramps=0, seed=0)
+    env.reset()
+    for e in range(2):  # the hider faces a box 0.1 m off its disc, the other box far away
+        env.load_scene(e, Scene(agents=[Agent(2.5, 3.0, 0.0, HIDER), Agent(5.0, 5.0, 0.0, SEEKER)],
+                                walls=outer_walls(), boxes=[Box(1.0, 1.0), Box(3.0, 3.0)]))
+    assert np.isnan(env.held_object_xy()).all()  # nothing is held after loading
+    for _ in range(6):  # env 0 grabs and pulls the box away; env 1 pushes it without grabbing
+        result = env.step(np.array([[[0, 5, 5, 1, 0], STILL], [[10, 5, 5, 0, 0], STILL]]))
+    held = env.held_object_xy()
+    carried = result.obs["box_obs"][0, 0, 1, :2]
+    assert np.allclose(held[0, 0], carried) and carried[0] < 2.5  # the box came along, left of its start
+    assert np.isnan(held[0, 1]).all() and np.isnan(held[1]).all()  # the seeker and the pusher hold none
+
+
 def test_walls_hold_to_the_millimetre_at_full_speed() -> None:
     env = HideAndSeekLite(1, "randomwalls", n_hiders=3, n_seekers=3, n_boxes=1, n_ramps=1)
     thin = Box.elongated(3.0, 3.0, along_x=False, locked_by=HIDER)  # 0.15 m thick, locked

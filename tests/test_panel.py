@@ -55,7 +55,9 @@ def test_worker_rows_compute_policy_lag_and_restarts():
     assert table.count("data-role='actor'") == 2 and "data-state='starting'" in table
 
 
-PHASE_KEYS = ("doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room", "first_seen_step")
+PHASE_KEYS = ("doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room", "hider_holds_play",
+              "first_seen_step")
+PHASE_PANEL = "fort, rooms, box held"  # every phase share but first sight, which counts play steps
 
 
 def hide_and_seek_episode(i: int, phase: bool = True, **overrides: float) -> dict[str, float]:
@@ -66,7 +68,7 @@ def hide_and_seek_episode(i: int, phase: bool = True, **overrides: float) -> dic
                "num_ramp_lock_prep": 0.0, "num_ramp_lock": 1.0}
     if phase:
         episode.update(doors_blocked_prep=(i % 2) / 2, fort_prep=float(i % 4 == 0), hider_in_room=0.7,
-                       seeker_in_room=0.1, first_seen_step=float(i % 30))
+                       seeker_in_room=0.1, hider_holds_play=0.3, first_seen_step=float(i % 30))
     return {**episode, **overrides}
 
 
@@ -164,7 +166,7 @@ def test_hide_and_seek_curves_draw_phase_metrics_smoothed_over_raw():
     fig = build_figure(log_of(episodes))
     panels = panel_lines(fig)
     assert "return" not in panels  # the zero-sum mean agent return says nothing in a team game
-    assert set(panels["fort and rooms"]) == {"doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room"}
+    assert set(panels[PHASE_PANEL]) == set(PHASE_KEYS[:5])
     assert set(panels["first sight of a hider"]) == {"first_seen_step"}
     assert {"team returns", "fraction of play steps hidden", "box moves", "box locks", "losses"} <= set(panels)
     smoothed, raw = panels["team returns"]["hider_return"]
@@ -181,11 +183,11 @@ def test_hide_and_seek_curves_draw_phase_metrics_smoothed_over_raw():
 
 def test_curves_render_without_phase_metrics_or_with_nan_and_against_time():
     older = build_figure(log_of([hide_and_seek_episode(i, phase=False) for i in range(50)]))
-    assert not {"fort and rooms", "first sight of a hider"} & set(panel_lines(older))
+    assert not {PHASE_PANEL, "first sight of a hider"} & set(panel_lines(older))
     nan = {key: math.nan for key in PHASE_KEYS}
     log = log_of([hide_and_seek_episode(i, **nan) for i in range(50)])
     undefined = panel_lines(build_figure(log))
-    assert set(undefined["fort and rooms"]) == {f"{key} (not defined)" for key in PHASE_KEYS[:4]}
+    assert set(undefined[PHASE_PANEL]) == {f"{key} (not defined)" for key in PHASE_KEYS[:5]}
     assert set(undefined["first sight of a hider"]) == {"first_seen_step (not defined)"}
     assert render_png(log).startswith(PNG_SIGNATURE)
     cartpole = log_of([{"return": float(i), "length": 10.0} for i in range(50)])  # 5 reports, 30 s apart

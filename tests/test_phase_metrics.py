@@ -207,6 +207,20 @@ def test_a_seeker_counts_as_in_the_room_only_once_wholly_past_the_wall(variant: 
     assert (stats["seeker_in_room"] > 0.5) == inside, stats["seeker_in_room"]
 
 
+@pytest.mark.parametrize("holder, grab, share", [(HIDER, 1, 1.0), (HIDER, 0, 0.0), (SEEKER, 1, 0.0)])
+def test_hider_holds_play_counts_play_steps_with_a_hider_holding_an_object(variant: str, holder: int,
+                                                                           grab: int, share: float) -> None:
+    """From the end of preparation, ``holder`` faces a cube 0.1 m off its disc and holds grab (or not)
+    while the other agent stands in a far corner; only a hider's hold counts."""
+    near = Agent(4.5 - CUBE - 0.25, 4.5, 0.0, holder)  # a 0.15 m disc, 0.1 m from the cube
+    far = Agent(5.6, 3.4, 0.0, SEEKER if holder == HIDER else HIDER)
+    agents = [near, far] if holder == HIDER else [far, near]
+    hold = [5, 5, 5, grab, 0]
+    moves = [hold, STILL] if holder == HIDER else [STILL, hold]
+    stats = play_out(make(variant), Scene(agents, room_walls(), [Box(4.5, 4.5)], t=PREP), moves)
+    assert stats["hider_holds_play"] == share
+
+
 def test_one_hider_outside_the_room_means_not_every_hider_is_in(variant: str) -> None:
     env = make(variant, n_hiders=2)
     scene = Scene([HIDER_IN, Agent(1.0, 5.0, 0.0, HIDER), SEEKER_OUT], room_walls(), t=PREP)
@@ -241,6 +255,7 @@ def test_random_play_keeps_the_figures_in_range(variant: str, seed: int, scenari
     assert 0.0 <= stats["first_seen_step"] <= play
     for key in ("doors_blocked_prep", "fort_prep", "hider_in_room", "seeker_in_room"):
         assert math.isnan(stats[key]) or 0.0 <= stats[key] <= 1.0, key
+    assert 0.0 <= stats["hider_holds_play"] <= 1.0  # defined in every world with a play step
     if scenario == "quadrant":  # the room always has a door, and is there to be in
         assert not any(math.isnan(stats[k]) for k in spec.PHASE_STAT_KEYS)
         assert stats["fort_prep"] == float(stats["doors_blocked_prep"] == 1.0)
@@ -271,7 +286,7 @@ def test_statistics_keys_identical_across_variants_and_scenarios() -> None:
                 result = env.step(np.array([[STILL] * env.num_agents]))
             keys.append(list(result.episodes[0]))
     assert all(k == keys[0] for k in keys)
-    assert keys[0][-8:-2] == list(spec.PHASE_STAT_KEYS)
+    assert keys[0][-2 - len(spec.PHASE_STAT_KEYS):-2] == list(spec.PHASE_STAT_KEYS)
 
 
 def _lite_rollout() -> list[dict[str, float]]:

@@ -89,6 +89,12 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     assert payoff["hidden_fraction"]["fort/still_hider"] == 1.0, payoff
     assert len(payoff["hidden_fraction"]) == 6 and all(0 <= v <= 1 for v in payoff["hidden_fraction"].values())
 
+    # The box-use diagnostic plays the same checkpoint in self-play: with grabs forced off nothing is held.
+    _load(ROOT / "benchmarks" / "hide_and_seek_box_use.py").main(["--run-dir", str(tmp_path / "run"), "--envs", "16"])
+    use = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert use["no_grab_holds_play"] == 0.0 and 0.0 <= use["hider_holds_play"] <= 1.0, use
+    assert all(0 <= v <= 1 for v in use["hidden_fraction"].values()) and use["episodes_per_arm"] == 16
+
 
 def test_gains_are_zero_when_the_trained_policy_plays_randomly():
     """A 'trained' policy that acts uniformly at random gains nothing beyond sampling noise."""

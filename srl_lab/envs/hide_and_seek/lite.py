@@ -21,8 +21,8 @@ Each ended self-play episode reports ``spec.EPISODE_STAT_KEYS`` (returns, fracti
 ramp moves and locks, then the phase figures ``spec.PHASE_STAT_KEYS``: share of the room's doors
 blocked by hider-locked boxes and whether all are when preparation ends, by the rule in ``doors``;
 fractions of play steps with every hider / some seeker in the quadrant room; the first play step a
-hider is seen on; the number of doors), plus ``return`` and ``length``; NaN marks a figure a world
-leaves undefined.
+hider is seen on; the number of doors; the fraction of play steps a hider holds an object), plus
+``return`` and ``length``; NaN marks a figure a world leaves undefined.
 
 The kernels are compiled with numba when it is importable and run as plain Python otherwise
 (``SRL_LAB_NUMBA=0`` forces that), giving the same results.
@@ -184,6 +184,15 @@ class HideAndSeekLite(HideAndSeekGroup):
             else:
                 boxes.append(Box(x, y, 2 * hx, 2 * hy, locked))
         return Scene(agents, walls, boxes, ramps, int(self._t[e]))
+
+    def held_object_xy(self) -> np.ndarray:
+        """``[num_envs, agents, 2]``: where the object each agent holds stands, NaN where it holds none.
+
+        What a diagnostic needs to tell box carrying apart from box pushing (``snapshot`` has no grabs).
+        """
+        held = self._held[:, :, None]
+        xy = np.take_along_axis(self._ob[:, :, :2], np.maximum(held, 0), axis=1)
+        return np.where(held >= 0, xy, np.nan)
 
     def render(self, env_index: int = 0, pixels: int = 480) -> np.ndarray:
         """A top-down ``[pixels, pixels, 3]`` RGB ``uint8`` image of one env."""

@@ -3,8 +3,8 @@ statistics and observations, all inside one compiled loop.
 
 ``acc[e]`` accumulates per-episode figures (see ``ACC_*``): hidden play steps, play steps, the
 preparation-phase statistics frozen when preparation ends (box/ramp moves and locks, doors blocked
-and fort), play steps with every hider / some seeker in the quadrant room, and the first play step
-a hider was seen on (plus one; 0 while none was).
+and fort), play steps with every hider / some seeker in the quadrant room, the first play step a
+hider was seen on (plus one; 0 while none was), and play steps with a hider holding an object.
 """
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ from srl_lab.envs.hide_and_seek.lite_sense import update_visibility, write_obs
 NEUTRAL = (spec.FORCE_BUCKETS - 1) // 2
 ACC_HIDDEN, ACC_PLAY, ACC_BOX_MOVE, ACC_BOX_LOCK, ACC_RAMP_MOVE, ACC_RAMP_LOCK = range(6)
 ACC_DOORS_BLOCKED, ACC_FORT, ACC_HIDER_ROOM, ACC_SEEKER_ROOM, ACC_SEEN_AT, ACC_DOORS = range(6, 12)
-ACC_SIZE = 12
+ACC_HIDER_HOLDS = 12
+ACC_SIZE = 13
+N_PHASE = len(spec.PHASE_STAT_KEYS)
 # Columns of ``stats``: spec.EPISODE_STAT_KEYS (its PHASE_STAT_KEYS last), then "return" and "length".
 N_STATS = len(spec.EPISODE_STAT_KEYS) + 2
 
@@ -119,10 +121,16 @@ def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, walls: 
 
 
 @njit
-def _track_phases(ag: np.ndarray, n_hiders: int, seen: bool, quadrant: bool, acc: np.ndarray) -> None:
-    """Count this play step (already in ``acc[ACC_PLAY]``) towards the room and first-sight figures."""
+def _track_phases(ag: np.ndarray, held: np.ndarray, n_hiders: int, seen: bool, quadrant: bool,
+                  acc: np.ndarray) -> None:
+    """Count this play step (already in ``acc[ACC_PLAY]``) towards the first-sight, holding and room
+    figures."""
     if seen and acc[ACC_SEEN_AT] == 0.0:
         acc[ACC_SEEN_AT] = acc[ACC_PLAY]
+    for i in range(n_hiders):
+        if held[i] >= 0:
+            acc[ACC_HIDER_HOLDS] += 1.0
+            break
     if not quadrant:
         return
     hiders_in = True
@@ -143,8 +151,8 @@ def _out(x: float, y: float, lo: float, hi: float) -> bool:
 
 
 @njit
-def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_hiders: int,
-             prep: bool, area_lo: float, area_hi: float, quadrant: bool, acc: np.ndarray,
+def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, held: np.ndarray,
+             n_hiders: int, prep: bool, area_lo: float, area_hi: float, quadrant: bool, acc: np.ndarray,
              reward: np.ndarray) -> None:
     n_agents = ag.shape[0]
     if prep:
@@ -158,7 +166,7 @@ def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_
     acc[ACC_PLAY] += 1.0
     if not seen:
         acc[ACC_HIDDEN] += 1.0
-    _track_phases(ag, n_hiders, seen, quadrant, acc)
+    _track_phases(ag, held, n_hiders, seen, quadrant, acc)
     objects_out = False
     if quadrant:  # quadrant also penalises everyone when an object leaves the play area
         for o in range(ob.shape[0]):
@@ -174,7 +182,8 @@ def _rewards(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, vis: np.ndarray, n_
 
 @njit
 def _phase_stats(acc: np.ndarray, quadrant: bool, out: np.ndarray) -> None:
-    """``spec.PHASE_STAT_KEYS`` into ``out[6]`` (room fractions NaN outside quadrant or without play)."""
+    """``spec.PHASE_STAT_KEYS`` into ``out[N_PHASE]`` (room fractions NaN outside quadrant or without
+    play, the holding fraction without play)."""
     play = acc[ACC_PLAY]
     room = quadrant and play > 0
     out[0] = acc[ACC_DOORS_BLOCKED]
@@ -183,6 +192,7 @@ def _phase_stats(acc: np.ndarray, quadrant: bool, out: np.ndarray) -> None:
     out[3] = acc[ACC_SEEKER_ROOM] / play if room else math.nan
     out[4] = acc[ACC_SEEN_AT] - 1.0 if acc[ACC_SEEN_AT] > 0 else play
     out[5] = acc[ACC_DOORS]
+    out[6] = acc[ACC_HIDER_HOLDS] / play if play > 0 else math.nan
 
 
 @njit
@@ -199,9 +209,9 @@ def episode_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, acc: np.nda
     out[7] = acc[ACC_RAMP_MOVE]
     out[8], out[10] = move_and_locks(ob, oi, start, 1)
     out[9] = acc[ACC_RAMP_LOCK]
-    _phase_stats(acc, quadrant, out[11:17])
-    out[17] = ret.sum() / n_agents
-    out[18] = t
+    _phase_stats(acc, quadrant, out[11:11 + N_PHASE])
+    out[11 + N_PHASE] = ret.sum() / n_agents
+    out[12 + N_PHASE] = t
 
 
 @njit
@@ -231,7 +241,7 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
         physics_step(ag[e], ob[e], oi[e], walls[e], n_walls[e], held[e], hoff[e], force, scratch)
         t[e] += 1
         update_visibility(ag[e], ob[e], oi[e], walls[e], n_walls[e], vis[e])
-        _rewards(ag[e], ob[e], oi[e], vis[e], n_hiders, prep, area_lo, area_hi, quadrant,
+        _rewards(ag[e], ob[e], oi[e], vis[e], held[e], n_hiders, prep, area_lo, area_hi, quadrant,
                  acc[e], reward[e])
         for i in range(n_agents):
             ret[e, i] += reward[e, i]

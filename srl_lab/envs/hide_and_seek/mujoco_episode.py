@@ -45,7 +45,7 @@ class Episode:
                 set_lock(w, o, True)
         self.returns = np.zeros(n_a)
         self.hidden_steps = self.play_steps = 0
-        self.hiders_in_room_steps = self.seeker_in_room_steps = 0
+        self.hiders_in_room_steps = self.seeker_in_room_steps = self.hider_holds_steps = 0
         self.first_seen: int | None = None  # play step a seeker first saw a hider on
         self.bad_physics = int(w.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
         self.obs = self._observe()
@@ -170,9 +170,10 @@ class Episode:
         return reward
 
     def _track_phases(self, seen: bool) -> None:
-        """Count this play step towards first sight and (quadrant) who is in the room."""
+        """Count this play step towards first sight, hiders holding and (quadrant) who is in the room."""
         if seen and self.first_seen is None:
             self.first_seen = self.play_steps - 1
+        self.hider_holds_steps += bool((self.held[self.is_hider] >= 0).any())
         if self.scenario != "quadrant":
             return
         inside = np.array([in_room(float(x), float(y)) for x, y in self.kin.agent_pos[:, :2]])
@@ -195,7 +196,8 @@ class Episode:
         return door_stats(self.wall_rects, len(self.wall_rects), self.scenario == "quadrant", boxes, len(mine))
 
     def _phase_stats(self) -> dict[str, float]:
-        """``spec.PHASE_STAT_KEYS`` (room fractions NaN outside quadrant or without a play step)."""
+        """``spec.PHASE_STAT_KEYS`` (room fractions NaN outside quadrant or without a play step, the
+        holding fraction without a play step)."""
         blocked, fort, doors = self.prep_doors if self.prep_doors is not None else self._door_stats()
         room = self.scenario == "quadrant" and self.play_steps > 0
         play = max(self.play_steps, 1)
@@ -206,6 +208,7 @@ class Episode:
             "seeker_in_room": self.seeker_in_room_steps / play if room else float("nan"),
             "first_seen_step": float(self.play_steps if self.first_seen is None else self.first_seen),
             "num_doors": float(doors),
+            "hider_holds_play": self.hider_holds_steps / play if self.play_steps else float("nan"),
         }
 
     def snapshot(self) -> Scene:

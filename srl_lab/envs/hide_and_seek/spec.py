@@ -48,9 +48,10 @@ ENTITY_DIM = 15  # boxes and ramps
 # hider-locked boxes block when preparation ends, 1.0 if that is all of them (a fort), fraction of
 # play steps with every hider / at least one seeker in the quadrant room, the first play step on
 # which a seeker sees a hider (the play length if none does), and how many doors the room has (the
-# quadrant's 1 or 2: with p=0.5 one wall has none, and a fort is harder with two). NaN where a figure
-# is undefined: no door; the room fractions in ``randomwalls`` (no room stands out) or without a play
-# step.
+# quadrant's 1 or 2: with p=0.5 one wall has none, and a fort is harder with two), and the fraction
+# of play steps on which a hider holds a box or ramp (carried as a shield, a box hides a hider that
+# no fort covers). NaN where a figure is undefined: no door; the room fractions in ``randomwalls`` (no
+# room stands out); the room and holding fractions without a play step.
 PHASE_STAT_KEYS = (
     "doors_blocked_prep",
     "fort_prep",
@@ -58,6 +59,7 @@ PHASE_STAT_KEYS = (
     "seeker_in_room",
     "first_seen_step",
     "num_doors",
+    "hider_holds_play",
 )
 
 EPISODE_STAT_KEYS = (
