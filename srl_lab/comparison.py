@@ -33,7 +33,8 @@ class HasMetrics(Protocol):
 
 
 RunLike = Union[str, "os.PathLike[str]", HasMetrics]  # a run directory, a live Run or a RunHistory
-LINE_STYLES = ("-", "--", ":", "-.")  # by a key's place in its panel, the same in every run
+# By a key's place in its panel, the same in every run; the last is dash-dot-dot.
+LINE_STYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (3, 1, 1, 1, 1, 1)))
 KEY_COLOUR = "#57606a"  # a panel's legend shows its keys' line styles in a neutral colour
 ONE_RUN = "one run: no other config to differ from"
 IGNORED_FIELDS = frozenset({"run_id", "run_ids"})  # differ between any two runs: they say nothing
@@ -218,7 +219,7 @@ def _colour(run: int) -> str:
     return f"C{run % 10}"
 
 
-def _style(spec: PanelSpec, key: str) -> str:
+def _style(spec: PanelSpec, key: str) -> Any:
     return LINE_STYLES[spec.keys.index(key) % len(LINE_STYLES)]
 
 
