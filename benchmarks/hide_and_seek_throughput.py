@@ -23,6 +23,7 @@ books (``produced == consumed + dropped_stale + lost``) would expose.
 
     python benchmarks/hide_and_seek_throughput.py           # about 4 minutes on 2 cores
     python benchmarks/hide_and_seek_throughput.py --quick   # a smoke run
+    python benchmarks/hide_and_seek_throughput.py --device cuda --actors 6 12   # trainer + policy worker on a GPU
 
 The last stdout line is one JSON object.
 """
@@ -56,7 +57,7 @@ def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict
     from srl_lab.envs.hide_and_seek.showcase import showcase_config
     from srl_lab.system.controller import launch
 
-    config = showcase_config(actors=actors)
+    config = showcase_config(actors=actors, device=args.device)
     config.name = f"throughput-{actors}"
     agents = config.env.kwargs["n_hiders"] + config.env.kwargs["n_seekers"]
     run = launch(config, client=client, run_dir=run_dir)
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=3, help="windows per actor count (the median is quoted)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds discarded after start-up")
     parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS))
+    parser.add_argument("--device", default="cpu", help="cuda: the trainer and a policy worker on the GPU")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 windows of 4 s, 3 s warm-up")
     parser.add_argument("--run-dir", default=f"runs/bench-hns-throughput-{time.strftime('%Y%m%d-%H%M%S')}")
     args = parser.parse_args()
@@ -94,11 +96,14 @@ def main() -> None:
     from distributed import Client
 
     from srl_lab import cluster as clusters
+    from srl_lab.envs.hide_and_seek.showcase import showcase_config
+    from srl_lab.system.worker_set import gpu_slots_needed
 
     started = time.time()
     env_rate = env_rows_per_s(1.0 if args.quick else 3.0)
     print(f"raw env: {env_rate:,.0f} agent rows/s", flush=True)
-    cluster = clusters.local(n_workers=max(args.actors) + 1, dashboard_address=None)
+    gpus = gpu_slots_needed(showcase_config(device=args.device))
+    cluster = clusters.local(n_workers=max(args.actors) + 1, gpu_workers=gpus, dashboard_address=None)
     client = Client(cluster)
     by_actors: dict[str, dict[str, Any]] = {}
     try:
@@ -119,7 +124,7 @@ def main() -> None:
         "trained_rows_per_s_by_actors": {n: f["trained_rows_per_s"] for n, f in by_actors.items()},
         "env_rows_per_s": env_rate,
         "runtime": by_actors,
-        "settings": {"config": "showcase_config(size='laptop')", "window_s": args.window,
+        "settings": {"config": f"showcase_config(size='laptop', device={args.device!r})", "window_s": args.window,
                      "windows": args.windows, "warmup_s": args.warmup, "cpu_count": os.cpu_count()},
         "seconds": round(time.time() - started, 1),
     }))

@@ -64,7 +64,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                              "plays a past version drawn uniformly (default 0: always the latest)")
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
-    parser.add_argument("--device", default="cpu", help="trainer device, e.g. cuda")
+    parser.add_argument("--device", default="cpu",
+                        help="where the trainer and a policy worker run: cpu (inline inference) or cuda; actors stay "
+                             "on the CPU cores")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a PPOConfig field, e.g. --ppo epochs=2 --ppo lr=5e-4 (repeatable)")
     parser.add_argument("--eval-episodes", type=int, default=200,

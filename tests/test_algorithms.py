@@ -77,6 +77,28 @@ def test_staleness_bounds_how_often_a_sample_is_reused(recurrent):
     assert stats["sample_reuse"] == 4
 
 
+def test_an_action_the_behaviour_policy_all_but_ruled_out_leaves_the_weights_finite():
+    """exp(log pi - log mu) overflows float32 past ~89: the capped log-ratio keeps the update finite."""
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    batch["logp"][:, 0] = -200.0  # one env's actions had probability e^-200 when they were acted
+    stats = PPO(policy, SMALL).train(batch, version=0)
+    assert stats["nonfinite_steps"] == 0 and np.isfinite(stats["policy_loss"]), stats
+    assert all(torch.isfinite(v).all() for v in policy.state_dict().values())
+
+
+def test_a_non_finite_gradient_is_skipped_not_applied():
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    batch["rewards"][3, 2] = np.nan  # e.g. a broken env: every normalised advantage becomes NaN
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    stats = PPO(policy, SMALL).train(batch, version=0)
+    minibatches = SMALL.epochs * batch["rewards"].size // SMALL.minibatch_size
+    assert stats["nonfinite_steps"] == minibatches
+    for key, value in policy.state_dict().items():
+        torch.testing.assert_close(value, before[key])
+
+
 def test_observation_statistics_are_learned_by_ppo_and_travel_with_the_weights():
     policy = cartpole_policy()
     batch = batch_for(policy)

@@ -99,6 +99,22 @@ def test_worker_args_and_env_say_the_same_as_worker_options():
         clusters.worker_args(roles=("learner",))
 
 
+def test_the_embedded_cluster_adds_gpu_workers_for_cuda_trainers_and_policy_workers():
+    """A CUDA trainer and policy worker on one machine: the embedded cluster offers them ``GPU`` slots."""
+    from srl_lab.envs.hide_and_seek.showcase import showcase_config
+    from srl_lab.system.worker_set import gpu_slots_needed, slots_needed
+
+    config = showcase_config("short", actors=2, device="cuda")
+    assert (config.inference.mode, config.inference.device, config.trainer.device) == ("remote", "cuda", "cuda")
+    assert gpu_slots_needed(config) == 2 and slots_needed(config) == 4
+    assert gpu_slots_needed(showcase_config("short", actors=2)) == 0
+    with clusters.local(n_workers=2, gpu_workers=2, dashboard_address=None) as cluster, Client(cluster) as client:
+        resources = sorted(tuple(sorted(w["resources"].items()))
+                           for w in client.scheduler_info(n_workers=-1)["workers"].values())
+        assert resources == [(("GPU", 1), ("srl_slot", 1))] * 2 + [(("srl_slot", 1),)] * 2
+        assert clusters.gpu_count(client) == 2 and clusters.slot_count(client) == 4
+
+
 @pytest.mark.parametrize("module, call", [
     ("dask_jobqueue", lambda: clusters.slurm()),
     ("dask_jobqueue", lambda: clusters.pbs()),

@@ -61,6 +61,10 @@ def test_milestone_times_come_from_the_rolling_mean():
     assert bench.minutes_to(records, "fort_prep", 0.5, +1, 4, start=100.0) == pytest.approx(6 * 11 / 60)
     assert bench.minutes_to(records, "fort_prep", 0.5, -1, 4, start=100.0) == pytest.approx(6 * 3 / 60)
     assert bench.minutes_to(records, "fort_prep", 2.0, +1, 4, start=100.0) is None
+    # episodes reported together share a time and keep their order: sorted by value, the first
+    # report's 1, 0, 1, 0, 1, 0 would end in three ones and cross 0.9 at once
+    tied = [{"time": t, "fort_prep": v} for t, v in zip([100.0] * 6 + [106.0] * 3, [1, 0, 1, 0, 1, 0, 1, 1, 1])]
+    assert bench.minutes_to(tied, "fort_prep", 0.9, +1, 3, start=100.0) == pytest.approx(0.1)
     assert bench.last_fraction_mean(records, "fort_prep", 0.25) == 1.0
     assert bench.last_fraction_mean(records, "missing") is None
 

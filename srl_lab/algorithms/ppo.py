@@ -47,6 +47,10 @@ from srl_lab.api.tree import tree_map
 from srl_lab.config import PPOConfig
 
 Minibatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+# |log pi - log pi_old| is capped here before exp: exp(20) lies far outside any clip range, while
+# exp(89) overflows float32, and one such row (a near-deterministic policy meeting an action it now
+# rules out) made the loss and then every weight NaN.
+MAX_LOG_RATIO = 20.0
 
 
 class PPO(Algorithm):
@@ -110,7 +114,7 @@ class PPO(Algorithm):
 
         stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
                                                          "clip_frac")}
-        samples_used = 0
+        samples_used = nonfinite_steps = 0
         for epoch in range(cfg.epochs):
             active = happened & (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
                                  else True)
@@ -118,7 +122,7 @@ class PPO(Algorithm):
             minibatches = (self._chunk_minibatches(obs, actions, states, first, active) if self.recurrent
                            else self._row_minibatches(obs, actions, active))
             for idx, weight, logp, entropy, value in minibatches:
-                log_ratio = logp - flat["old_logp"][idx]
+                log_ratio = (logp - flat["old_logp"][idx]).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
                 ratio = log_ratio.exp()
                 adv = flat["adv"][idx]
                 if cfg.norm_adv:
@@ -135,7 +139,10 @@ class PPO(Algorithm):
                 loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * _mean(entropy, weight)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                if not torch.isfinite(grad_norm):  # a step along it would make every weight NaN: skip it
+                    nonfinite_steps += 1
+                    continue
                 self.optimizer.step()
                 with torch.no_grad():
                     stats["policy_loss"].append(policy_loss.item())
@@ -145,6 +152,7 @@ class PPO(Algorithm):
                     stats["clip_frac"].append(_mean(((ratio - 1).abs() > cfg.clip_coef).float(), weight).item())
         result = {k: float(np.mean(v)) for k, v in stats.items() if v}  # empty when every sample was too stale
         result["sample_reuse"] = samples_used / max(1, int(happened.sum()))
+        result["nonfinite_steps"] = nonfinite_steps
         if self.value_normalizer is not None:
             result["value_mean"], result["value_std"] = self.value_normalizer.mean_std()
         return result

@@ -2,6 +2,7 @@
 ``LocalCluster``, and what a running cluster offers."""
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 from typing import Any
@@ -10,6 +11,7 @@ SLOT = "srl_slot"
 ROLES = ("actor", "policy", "trainer")
 ALLOWED_FAILURES = 1000  # re-runs of one task after worker deaths before the scheduler gives up
 PRELOAD = "srl_lab.system.preload"
+GPU_WORKERS_TIMEOUT_S = 120  # for the embedded cluster's GPU workers to start
 EXTRA = "srl_lab[cluster]"  # the pip extra with dask-jobqueue, dask-kubernetes and dask-gateway
 
 
@@ -65,19 +67,29 @@ def _import(module: str, package: str, helper: str) -> Any:
                           f"install the extra: pip install '{EXTRA}'") from exc
 
 
-def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: Any = None, **kwargs: Any):
+def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: Any = None, gpu_workers: int = 0,
+          **kwargs: Any):
     """An embedded ``LocalCluster(processes=True)`` sized for ``n_workers`` SRL workers.
 
+    ``gpu_workers``: that many more workers also offer ``GPU=1``, for trainers and policy workers
+    whose device is CUDA; they share the machine's GPUs (one SRL worker each, like every slot).
     ``security``: a ``distributed.security.Security`` (e.g. ``Security.temporary()``) makes every
     Dask connection TLS; the run secret then travels to the workers encrypted.
     """
     from distributed import LocalCluster
 
     tls = {"security": security, "protocol": "tls://"} if security is not None else {}
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                        resources={SLOT: 1}, dashboard_address=dashboard_address,
-                        silence_logs=logging.ERROR, preload=[PRELOAD],
-                        scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES}, **tls, **kwargs)
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                           resources=worker_options()["resources"], dashboard_address=dashboard_address,
+                           silence_logs=logging.ERROR, preload=[PRELOAD],
+                           scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES}, **tls, **kwargs)
+    if gpu_workers:
+        gpu_spec = copy.deepcopy(cluster.new_spec)
+        gpu_spec["options"]["resources"] = worker_options(gpus=1)["resources"]
+        cluster.worker_spec.update({f"gpu-{i}": gpu_spec for i in range(gpu_workers)})
+        cluster.scale(len(cluster.worker_spec))
+        cluster.wait_for_workers(len(cluster.worker_spec), timeout=GPU_WORKERS_TIMEOUT_S)
+    return cluster
 
 
 def slot_count(client) -> int:

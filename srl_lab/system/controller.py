@@ -40,7 +40,8 @@ from srl_lab.system.supervision import SupervisionLoop
 from srl_lab.system.supervisor import Supervisor
 from srl_lab.system.tensorboard_log import TensorBoardLog
 from srl_lab.system.trainer_worker import trainer_worker
-from srl_lab.system.worker_set import TaskSpec, WorkerId, WorkerSet, check_resources, slots_needed
+from srl_lab.system.worker_set import (TaskSpec, WorkerId, WorkerSet, check_resources, gpu_slots_needed,
+                                      slots_needed)
 
 SPARE_WORKERS = 1  # idle processes in an embedded cluster, so a replacement starts at once
 
@@ -79,7 +80,9 @@ class Run:
         self._owns_client = not isinstance(client, Client)
         self._cluster = None
         if client is None:
-            self._cluster = clusters.local(n_workers=slots_needed(config) + SPARE_WORKERS, security=security)
+            gpus = gpu_slots_needed(config)
+            self._cluster = clusters.local(n_workers=slots_needed(config) - gpus + SPARE_WORKERS, gpu_workers=gpus,
+                                           security=security)
             client = Client(self._cluster)
         elif isinstance(client, str):
             client = Client(client, security=security)

@@ -55,6 +55,13 @@ def slots_needed(config: ExperimentConfig, actors: int | None = None) -> int:
         config.actors.workers if actors is None else actors)
 
 
+def gpu_slots_needed(config: ExperimentConfig) -> int:
+    """Of ``slots_needed``, the trainers and policy workers on CUDA (each asks for ``GPU=1``)."""
+    trainers = sum(for_policy(config, policy).trainer.device.startswith("cuda") for policy, _ in trainer_slots(config))
+    policy_workers = len(policy_worker_slots(config)) if config.inference.device.startswith("cuda") else 0
+    return trainers + policy_workers
+
+
 def check_resources(config: ExperimentConfig, client: Client) -> None:
     """Checks that need the cluster (GPUs asked for are offered), done before anything is submitted."""
     sections = [("trainer.device" if policy == DEFAULT else f"policies[{policy!r}].device",

@@ -63,7 +63,8 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
                     device: str = "cpu") -> ExperimentConfig:
     """The hide-and-seek experiment at ``size`` (see the module docstring); keywords override it.
 
-    ``device="cuda"`` puts the trainer on the GPU (actors keep inline CPU inference).
+    ``device="cuda"`` puts the trainer and one policy worker on the GPU: actors, on the CPU cores,
+    only step envs and send observations for batched inference, instead of running the network inline.
     """
     if size not in _SIZINGS:
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
@@ -78,7 +79,8 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
                               "hider_spawn": hider_spawn}),
         actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=s.envs_per_group,
                            fragment_length=s.fragment_length),
-        inference=InferenceConfig(mode="inline"),
+        inference=(InferenceConfig(mode="inline") if device == "cpu"
+                   else InferenceConfig(mode="remote", policy_workers=1, device=device)),
         policy=PolicyConfig(factory=model, mapping=mapping),
         # A one-fragment receive buffer paces the actors to the trainer: an actor whose fragments the
         # trainer has not taken blocks (and frees its core) instead of making fragments that would
