@@ -220,7 +220,7 @@ lambda-0.99 runs above held a box on 9.5, 9.4, 0.1, 0.0 and 12.1 % of play steps
 
 On a GPU machine (one H200, 16 cores), ``--device cuda --actors 12`` puts the trainer and a policy
 worker on the GPU and twelve actors on the cores (``hide_and_seek_throughput.py --device cuda``
-measured 126.6 k trained rows/s at 12 actors, 87.3 k at 6, against ~2 k on 2 cores). Two runs of the
+measured 126.6 k trained rows/s at 12 actors, 87.3 k at 6; an earlier run on 2 cores, 14.4 k). Two runs of the
 same laptop-size model: in 4 minutes, 29 M samples trained at ~10 updates/s; box_lock at 0.29
 minutes, seeker_in_room 0.32, hidden_drop 0.61 (minute 1.8: seeker_in_room 0.63, hidden fraction
 0.61, 1.3 locked boxes per preparation), then the policy's entropy fell from ~2-4 to 0.02-0.2 and
