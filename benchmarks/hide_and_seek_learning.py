@@ -220,18 +220,22 @@ lambda-0.99 runs above held a box on 9.5, 9.4, 0.1, 0.0 and 12.1 % of play steps
 
 On a GPU machine (one H200, 16 cores), ``--device cuda --actors 12`` puts the trainer and a policy
 worker on the GPU and twelve actors on the cores (``hide_and_seek_throughput.py --device cuda``
-measured 126.6 k trained rows/s at 12 actors, 87.3 k at 6; an earlier run on 2 cores, 14.4 k). Two runs of the
-same laptop-size model: in 4 minutes, 29 M samples trained at ~10 updates/s; box_lock at 0.29
-minutes, seeker_in_room 0.32, hidden_drop 0.61 (minute 1.8: seeker_in_room 0.63, hidden fraction
-0.61, 1.3 locked boxes per preparation), then the policy's entropy fell from ~2-4 to 0.02-0.2 and
-the seekers gave up the room for good (seeker_in_room 0.00-0.12 from minute 2.3, hidden fraction
-0.91-0.98); after 2,360 updates a float32 overflow in the PPO ratio made the weights NaN and the
-policy worker failed (the log-ratio is now capped and a non-finite gradient step skipped). The
-second run (3 minutes, with those fixes, 21.5 M samples, 1,754 updates): seeker_in_room at 0.82
-minutes, hidden_drop at 1.34, no box_lock; the entropy fell to 0.006 at minute 2.5 and the
-seekers left the room the same way: seeker / hider gains -1.8 / 2.5 (100 episodes per arm), fort
-rate 0. The throughput is there; what a GPU's budget learns is bounded by the same collapse of
-exploration as on 2 cores, only minutes sooner.
+measured 126.6 k trained rows/s at 12 actors and 87.3 k at 6; an earlier run on 2 cores, 14.4 k).
+Two runs of the laptop-size model there:
+
+- 4 minutes, 29 M samples trained at ~10 updates/s: box_lock at 0.29 minutes, seeker_in_room at
+  0.32, hidden_drop at 0.61 (at minute 1.8: seeker_in_room 0.63, hidden fraction 0.61, 1.3 locked
+  boxes per preparation). Then the policy's entropy fell from 2-4 to 0.02-0.2 and the seekers gave
+  up the room (seeker_in_room 0.00-0.12 from minute 2.3, hidden fraction 0.91-0.98). After 2,360
+  updates the loss became NaN and the policy worker failed on the NaN weights. The cause was not
+  isolated; an overflowing float32 ratio is one way to get there (a behaviour probability of
+  e^-200 does it on CPU), so the log-ratio is now capped and a non-finite gradient step is skipped.
+- 3 minutes with those fixes, 21.5 M samples, 1,754 updates: seeker_in_room at 0.82 minutes,
+  hidden_drop at 1.34, no box_lock; the entropy fell to 0.006 by minute 2.5 and the seekers left
+  the room the same way. Seeker / hider gains -1.8 / 2.5 (100 episodes per arm), fort rate 0.
+
+The GPU gives the samples; on this config they run into a collapse of the policy's entropy within
+about 1,500 updates, before any fort.
 
 The last stdout line is one JSON object.
 """
