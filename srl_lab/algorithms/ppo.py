@@ -25,6 +25,9 @@ fragment a version or two old is still corrected by the clipped ratio. Options (
   policy about one version further, so epoch e trains only on samples with s + e <= max_staleness.
   Each sample is reused at most max_staleness + 1 - s times.
 
+A minibatch whose gradient is not finite (NaN or inf, e.g. from a broken reward) is not stepped
+along: it is counted in ``nonfinite_steps`` and the weights stay as they were.
+
 Recurrent policies (``policy.recurrent``) need the batch key ``states`` ``[T, B, ...]``: the
 policy state before each step. Fragments are cut into chunks of ``chunk_length`` steps; a chunk
 starts from its stored state, first replayed over the ``burn_in`` steps before it without gradient
@@ -49,7 +52,7 @@ from srl_lab.config import PPOConfig
 Minibatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 # |log pi - log pi_old| is capped here before exp: exp(20) lies far outside any clip range, while
 # exp(89) overflows float32, and one such row (a near-deterministic policy meeting an action it now
-# rules out) made the loss and then every weight NaN.
+# rules out) would make the loss, and after one step every weight, NaN.
 MAX_LOG_RATIO = 20.0
 
 
