@@ -218,6 +218,16 @@ moving shield, which the fort rule (locked boxes only) does not count; ``hider_h
 shows it on the curves. The final hiders of the two-epoch, 2 v 2, wider-model, no-entropy and
 lambda-0.99 runs above held a box on 9.5, 9.4, 0.1, 0.0 and 12.1 % of play steps.
 
+That run continued for 30 more minutes from its last checkpoint (``Run.resume(run_dir)``, 14.5 M
+more env steps, 2,364 more updates, 60 minutes in all): the shield did not last. Hiders held a box
+on 81 % of play steps in the first 3 minutes, 15 % by minutes 6-9; seekers were back in the room
+(seeker_in_room 0.32 -> 0.35-0.49) and the self-play hidden fraction fell from 0.91 to 0.73-0.84;
+half the hiders left the room (hider_in_room 0.95 -> 0.42-0.73). In the last 9 minutes hiders
+carried and locked boxes again (0.14-0.25 locked per preparation, holding on 19-32 % of play
+steps): fort rate 0.014 over the last 10 % (0.027 at minutes 27-30 with one door). Gains of the
+60-minute policy: seeker 23.3, hider 12.1. The arms race cycles between entering, shielding and
+leaving; in 60 minutes it did not reach forts.
+
 On a GPU machine (one H200, 16 cores), ``--device cuda --actors 12`` puts the trainer and a policy
 worker on the GPU and twelve actors on the cores (``hide_and_seek_throughput.py --device cuda``
 measured 126.6 k trained rows/s at 12 actors and 87.3 k at 6; an earlier run on 2 cores, 14.4 k).
