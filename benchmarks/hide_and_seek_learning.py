@@ -323,6 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--actors", type=int, default=1, help="actor workers")
     parser.add_argument("--device", default="cpu", help="the recipe's --device: cuda puts the trainer and a "
                                                         "policy worker on the GPU")
+    parser.add_argument("--hidden", type=int, default=None, help="the model's dense width (default: the size's)")
+    parser.add_argument("--embed", type=int, default=None, help="entity embedding width (default: the size's)")
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     args = parser.parse_args(argv)
@@ -330,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
     result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
                              "--eval-episodes", str(args.episodes), "--pool-every", str(args.pool_every),
                              "--mapping", args.mapping, "--actors", str(args.actors), "--device", args.device,
+                             *(["--hidden", str(args.hidden)] if args.hidden else []),
+                             *(["--embed", str(args.embed)] if args.embed else []),
                              *(["--hiders", str(args.hiders)] if args.hiders else []),
                              *(["--seekers", str(args.seekers)] if args.seekers else []),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
@@ -357,6 +361,7 @@ def main(argv: list[str] | None = None) -> None:
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
         "size": args.size, "ppo_overrides": args.ppo, "pool_every": args.pool_every, "mapping": args.mapping,
         "hiders": args.hiders, "seekers": args.seekers, "actors": args.actors, "device": args.device,
+        "hidden": args.hidden, "embed": args.embed,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))

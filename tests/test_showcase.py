@@ -72,10 +72,11 @@ def test_milestone_times_come_from_the_rolling_mean():
 @pytest.mark.slow
 def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
-    bench.main(["--size", "short", "--minutes", "0.3", "--episodes", "8", "--window", "5",
+    bench.main(["--size", "short", "--minutes", "0.3", "--episodes", "8", "--window", "5", "--hidden", "24",
                 "--run-dir", str(tmp_path / "run"), "--scheduler", dask_client.scheduler.address])
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["updates"] >= 1 and report["env_steps"] > 0
+    assert (report["hidden"], report["embed"], report["device"]) == (24, None, "cpu")
     assert 0.0 <= report["fort_rate"] <= 1.0
     assert set(report["fort_rate_by_doors"]) == {"1", "2"}
     assert all(rate is None or 0.0 <= rate <= 1.0 for rate in report["fort_rate_by_doors"].values())
@@ -87,8 +88,10 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
 
     # The fort-payoff diagnostic reads that run's checkpoint. Whatever the policy learned, a hider that
     # stands still behind a door closed by its locked cube is never seen.
-    _load(ROOT / "benchmarks" / "hide_and_seek_fort_payoff.py").main(["--run-dir", str(tmp_path / "run"),
-                                                                      "--envs", "32"])
+    fort_payoff = _load(ROOT / "benchmarks" / "hide_and_seek_fort_payoff.py")
+    *_, config = fort_payoff.trained_policy(str(tmp_path / "run"), None)
+    assert config.policy.factory.keywords["hidden"] == 24  # --hidden reached the trained model
+    fort_payoff.main(["--run-dir", str(tmp_path / "run"), "--envs", "32"])
     payoff = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert payoff["hidden_fraction"]["fort/still_hider"] == 1.0, payoff
     assert len(payoff["hidden_fraction"]) == 6 and all(0 <= v <= 1 for v in payoff["hidden_fraction"].values())
