@@ -23,7 +23,7 @@ books (``produced == consumed + dropped_stale + lost``) would expose.
 
     python benchmarks/hide_and_seek_throughput.py           # about 4 minutes on 2 cores
     python benchmarks/hide_and_seek_throughput.py --quick   # a smoke run
-    python benchmarks/hide_and_seek_throughput.py --device cuda --actors 6 12   # trainer + policy worker on a GPU
+    python benchmarks/hide_and_seek_throughput.py --device cuda --actors 6 12   # trainer, policy worker on GPU
 
 The last stdout line is one JSON object.
 """
@@ -124,8 +124,9 @@ def main() -> None:
         "trained_rows_per_s_by_actors": {n: f["trained_rows_per_s"] for n, f in by_actors.items()},
         "env_rows_per_s": env_rate,
         "runtime": by_actors,
-        "settings": {"config": f"showcase_config(size='laptop', device={args.device!r})", "window_s": args.window,
-                     "windows": args.windows, "warmup_s": args.warmup, "cpu_count": os.cpu_count()},
+        "settings": {"config": f"showcase_config(size='laptop', device={args.device!r})",
+                     "window_s": args.window, "windows": args.windows, "warmup_s": args.warmup,
+                     "cpu_count": os.cpu_count()},
         "seconds": round(time.time() - started, 1),
     }))
 

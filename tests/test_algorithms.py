@@ -75,6 +75,7 @@ def test_staleness_bounds_how_often_a_sample_is_reused(recurrent):
     assert stats["sample_reuse"] == pytest.approx((4 + 2) / 2)
     stats = PPO(policy, dataclasses.replace(config, max_staleness=None)).train(batch, version=10)
     assert stats["sample_reuse"] == 4
+    assert (stats["policy_lag_mean"], stats["policy_lag_max"]) == (1.0, 2.0)  # half the rows 2 versions old
 
 
 def test_an_action_the_behaviour_policy_all_but_ruled_out_leaves_the_weights_finite():

@@ -108,7 +108,8 @@ def test_the_embedded_cluster_adds_gpu_workers_for_cuda_trainers_and_policy_work
     assert (config.inference.mode, config.inference.device, config.trainer.device) == ("remote", "cuda", "cuda")
     assert gpu_slots_needed(config) == 2 and slots_needed(config) == 4
     assert gpu_slots_needed(showcase_config("short", actors=2)) == 0
-    with clusters.local(n_workers=2, gpu_workers=2, dashboard_address=None) as cluster, Client(cluster) as client:
+    with (clusters.local(n_workers=2, gpu_workers=2, dashboard_address=None) as cluster,
+          Client(cluster) as client):
         resources = sorted(tuple(sorted(w["resources"].items()))
                            for w in client.scheduler_info(n_workers=-1)["workers"].values())
         assert resources == [(("GPU", 1), ("srl_slot", 1))] * 2 + [(("srl_slot", 1),)] * 2

@@ -156,6 +156,9 @@ class PPO(Algorithm):
         result = {k: float(np.mean(v)) for k, v in stats.items() if v}  # empty when every sample was too stale
         result["sample_reuse"] = samples_used / max(1, int(happened.sum()))
         result["nonfinite_steps"] = nonfinite_steps
+        lag = staleness[happened].float()  # versions between acting and this update: what V-trace corrects
+        result["policy_lag_mean"] = lag.mean().item() if len(lag) else 0.0
+        result["policy_lag_max"] = lag.max().item() if len(lag) else 0.0
         if self.value_normalizer is not None:
             result["value_mean"], result["value_std"] = self.value_normalizer.mean_std()
         return result

@@ -57,7 +57,8 @@ def slots_needed(config: ExperimentConfig, actors: int | None = None) -> int:
 
 def gpu_slots_needed(config: ExperimentConfig) -> int:
     """Of ``slots_needed``, the trainers and policy workers on CUDA (each asks for ``GPU=1``)."""
-    trainers = sum(for_policy(config, policy).trainer.device.startswith("cuda") for policy, _ in trainer_slots(config))
+    trainers = sum(for_policy(config, policy).trainer.device.startswith("cuda")
+                   for policy, _ in trainer_slots(config))
     policy_workers = len(policy_worker_slots(config)) if config.inference.device.startswith("cuda") else 0
     return trainers + policy_workers
 
