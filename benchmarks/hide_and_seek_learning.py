@@ -247,6 +247,24 @@ Two runs of the laptop-size model there:
 The GPU gives the samples; on this config they run into a collapse of the policy's entropy within
 about 1,500 updates, before any fort.
 
+Four actors on 2 cores (``--actors 4``, 30 minutes, 10.3 M env steps, 1,673 updates; policy lag
+0.78 versions on average, at most 5, nothing dropped): the defaults' course until minute 24
+(seeker_in_room 0.58 at minute 12, hidden fraction 0.64), then in one update (approx_kl 1.94 at
+version ~1,426) the entropy fell from ~3 to 0.00 and stayed there: seekers left the room, the
+hidden fraction went back to 0.96, nothing was locked. Seeker / hider gains 0.1 / 2.9, fort rate 0.
+
+What that run and the GPU runs have in common shows in the value normaliser's statistics (the
+trainer's ``value_mean`` and ``value_std``). A team's return lies within +-48 and the shared network
+serves both teams of a zero-sum game, so the targets' mean should stay near 0 and their std below
+48. With the horizon reported as a truncation, the critic's values at the last step are bootstrapped
+from the critic itself, and nothing anchors them: within 300 updates the targets' mean drifted to
+56-125 and their std to 57-310, and over the 60-minute run the std reached 390 (the GPU runs 538,
+the 4-actor run 313 before its collapse). The same config for 4 minutes with the horizon as a
+termination kept the mean at 0.1-3.3 and the std at 21-29 through 251 updates. The horizon ends
+the game, so the critic is not estimating returns the game can pay; whether a termination, shipped
+with the MuJoCo variant alike, learns better over 30 minutes is the next experiment (the one
+30-minute termination run above is the only evidence so far).
+
 The last stdout line is one JSON object.
 """
 from __future__ import annotations
