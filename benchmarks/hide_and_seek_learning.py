@@ -257,9 +257,9 @@ What that run and the GPU runs have in common shows in the value normaliser's st
 trainer's ``value_mean`` and ``value_std``). A team's return lies within +-48 and the shared network
 serves both teams of a zero-sum game, so the targets' mean should stay near 0 and their std below
 48. With the horizon reported as a truncation, the critic's values at the last step are bootstrapped
-from the critic itself, and nothing anchors them: within 300 updates the targets' mean drifted to
-56-125 and their std to 57-310, and over the 60-minute run the std reached 390 (the GPU runs 538,
-the 4-actor run 313 before its collapse). The same config for 4 minutes with the horizon as a
+from the critic itself, and nothing anchors them: by update 300 the targets' mean had drifted to
+56 (one actor) and 125 (four actors), their std peaking at 115 and 313 on the way; the std reached
+at least 390 in the 60-minute run and 538 in the GPU runs. The same config for 4 minutes with the horizon as a
 termination kept the mean at 0.1-3.3 and the std at 21-29 through 251 updates. The horizon ends
 the game, so the critic is not estimating returns the game can pay; whether a termination, shipped
 with the MuJoCo variant alike, learns better over 30 minutes is the next experiment (the one
