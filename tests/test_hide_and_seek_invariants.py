@@ -124,7 +124,7 @@ def test_both_variants_share_keys_shapes_dtypes_and_statistics() -> None:
     assert envs[0].observation_space == envs[1].observation_space
     assert envs[0].action_space == envs[1].action_space
     for res in (res_a, res_b):
-        assert res.truncated.all() and res.final_obs is not None and len(res.episodes) == 1
+        assert res.terminated.all() and not res.truncated.any() and res.final_obs is not None and len(res.episodes) == 1
     assert set(res_a.episodes[0]) == set(res_b.episodes[0]) == {*spec.EPISODE_STAT_KEYS, "return", "length"}
     assert res_a.episodes[0]["length"] == res_b.episodes[0]["length"] == 6
 

@@ -158,7 +158,7 @@ def test_autoreset_reports_final_obs_and_statistics() -> None:
     env.reset()
     for _ in range(5):
         result = env.step(np.tile(np.array(STILL), (2, 4, 1)))
-    assert result.truncated.all() and not result.terminated.any()
+    assert result.terminated.all() and not result.truncated.any()  # the horizon ends the game
     assert result.final_obs is not None and result.final_obs["observation_self"].shape == (2, 4, 10)
     assert len(result.episodes) == 2
     assert set(result.episodes[0]) == set(spec.EPISODE_STAT_KEYS) | {"return", "length"}

@@ -128,7 +128,7 @@ class HideAndSeekLite(HideAndSeekGroup):
             obs = {k: v.copy() for k, v in obs.items()}
             episodes = [self._episode_stats(e, stats[e]) for e in ended]
             self._reset_rows(ended, obs)
-        return StepResult(obs, reward, np.zeros(n, np.bool_), done, final_obs, episodes)
+        return StepResult(obs, reward, done, np.zeros(n, np.bool_), final_obs, episodes)  # the horizon ends the game
 
     def close(self) -> None:
         """Nothing to release (kept for the ``EnvGroup`` protocol)."""

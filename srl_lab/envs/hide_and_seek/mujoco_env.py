@@ -57,19 +57,20 @@ class HideAndSeekMujoco(HideAndSeekGroup):
         actions = self._check_actions(actions)
         obs, finals, episodes = [], {}, []
         reward = np.zeros((self.num_envs, self.num_agents), dtype=np.float32)
-        truncated = np.zeros(self.num_envs, dtype=bool)
+        terminated = np.zeros(self.num_envs, dtype=bool)  # the horizon ends the game: no bootstrap past it
+        truncated = np.zeros(self.num_envs, dtype=bool)  # cut by an error in step()
         errors = 0
         for i, ep in enumerate(self._episodes):
             try:
-                last, reward[i], truncated[i] = ep.step(actions[i])
+                last, reward[i], terminated[i] = ep.step(actions[i])
             except Exception:  # e.g. unstable physics: reset the environment and count it, never fatal
                 logger.exception("hide-and-seek env %d raised in step(); resetting it", i)
                 errors += 1
                 last, truncated[i] = ep.obs, True
             else:
-                if truncated[i]:
+                if terminated[i]:
                     episodes.append(ep.stats())
-            if truncated[i]:
+            if terminated[i] or truncated[i]:
                 finals[i] = last
                 self._episodes[i] = self._new_episode(i)
             obs.append(self._episodes[i].obs)
@@ -79,7 +80,7 @@ class HideAndSeekMujoco(HideAndSeekGroup):
             for i, last in finals.items():
                 for k, v in last.items():
                     final_obs[k][i] = v
-        return StepResult(self._stack(obs), reward, np.zeros(self.num_envs, dtype=bool), truncated,
+        return StepResult(self._stack(obs), reward, terminated, truncated,
                           final_obs, episodes, errors)
 
     def close(self) -> None:

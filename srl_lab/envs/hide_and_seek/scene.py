@@ -19,7 +19,8 @@ What a variant must support:
   axis-aligned; a ramp is given by its centre and the direction it rises towards (``yaw``). Either
   may start locked by a team (``locked_by``: ``HIDER`` or ``SEEKER``).
 * **Time** — ``t`` steps of the episode have elapsed: the preparation phase lasts while
-  ``t < round(PREP_FRACTION * horizon)``, and the episode is truncated when ``t`` reaches the horizon.
+  ``t < round(PREP_FRACTION * horizon)``, and the game ends (the episode terminates) when ``t``
+  reaches the horizon.
 * The scene counts as the previous step: its visibility masks (135° cone and line of sight) are what
   grab and lock check on the next ``step``. Nothing is held after loading; episode statistics start
   over from the loaded state. Rewards follow the env's ``scenario`` (play area and penalties).
