@@ -28,7 +28,7 @@ from srl_lab import cluster as clusters
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.curves import save_png
 from srl_lab.system import codec, run_directory, shutdown
-from srl_lab.policies import for_policy, is_multi_policy, policy_worker_slots, return_key, trainer_slots
+from srl_lab.policies import is_multi_policy, policy_worker_slots, return_key, trainer_slots
 from srl_lab.system.actor_worker import actor_worker
 from srl_lab.system.control import (
     flag_name, heartbeat_topic, metrics_topic, publish_placeholders, request_checkpoint,
@@ -41,7 +41,7 @@ from srl_lab.system.supervisor import Supervisor
 from srl_lab.system.tensorboard_log import TensorBoardLog
 from srl_lab.system.trainer_worker import trainer_worker
 from srl_lab.system.worker_set import (TaskSpec, WorkerId, WorkerSet, check_resources, gpu_slots_needed,
-                                      slots_needed)
+                                      policy_workers_on_gpu, slots_needed, trainer_on_gpu)
 
 SPARE_WORKERS = 1  # idle processes in an embedded cluster, so a replacement starts at once
 
@@ -101,10 +101,10 @@ class Run:
         for index, (policy, _) in enumerate(trainer_slots(config)):
             self.workers.submit(WorkerId("trainer", index), TaskSpec(
                 trainer_worker, (config, self.run_dir, index),
-                gpu=for_policy(config, policy).trainer.device.startswith("cuda")))
+                gpu=trainer_on_gpu(config, policy)))
         for index, _ in enumerate(policy_worker_slots(config)):
             self.workers.submit(WorkerId("policy", index), TaskSpec(
-                policy_worker, (config, index), gpu=config.inference.device.startswith("cuda")))
+                policy_worker, (config, index), gpu=policy_workers_on_gpu(config)))
         self.scale(actors=config.actors.workers)
         self.supervision = SupervisionLoop(self.workers, self.supervisor, on_reconnect=self._subscribe).start()
 

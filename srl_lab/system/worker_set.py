@@ -55,12 +55,20 @@ def slots_needed(config: ExperimentConfig, actors: int | None = None) -> int:
         config.actors.workers if actors is None else actors)
 
 
+def trainer_on_gpu(config: ExperimentConfig, policy: str) -> bool:
+    """Whether ``policy``'s trainers run on CUDA (each then asks for ``GPU=1``)."""
+    return for_policy(config, policy).trainer.device.startswith("cuda")
+
+
+def policy_workers_on_gpu(config: ExperimentConfig) -> bool:
+    """Whether the policy workers run on CUDA (each then asks for ``GPU=1``)."""
+    return config.inference.device.startswith("cuda")
+
+
 def gpu_slots_needed(config: ExperimentConfig) -> int:
-    """Of ``slots_needed``, the trainers and policy workers on CUDA (each asks for ``GPU=1``)."""
-    trainers = sum(for_policy(config, policy).trainer.device.startswith("cuda")
-                   for policy, _ in trainer_slots(config))
-    policy_workers = len(policy_worker_slots(config)) if config.inference.device.startswith("cuda") else 0
-    return trainers + policy_workers
+    """Of ``slots_needed``, the trainers and policy workers on CUDA."""
+    trainers = sum(trainer_on_gpu(config, policy) for policy, _ in trainer_slots(config))
+    return trainers + (len(policy_worker_slots(config)) if policy_workers_on_gpu(config) else 0)
 
 
 def check_resources(config: ExperimentConfig, client: Client) -> None:
