@@ -5,6 +5,7 @@ work; the MuJoCo variant is skipped only while it (or MuJoCo) is not installed.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import math
@@ -128,6 +129,22 @@ def test_both_variants_share_keys_shapes_dtypes_and_statistics() -> None:
     assert set(res_a.episodes[0]) == set(res_b.episodes[0]) == {*spec.EPISODE_STAT_KEYS, "return", "length"}
     assert res_a.episodes[0]["length"] == res_b.episodes[0]["length"] == 6
 
+
+
+def test_the_critics_clock_counts_the_horizon_and_restarts_with_each_episode(variant: str) -> None:
+    """``episode_time`` is t / horizon: 0 after a reset, 1 in the final observation, 0 after the autoreset."""
+    env = make(variant, 2, horizon=5)
+    obs = env.reset(seed=0)
+    np.testing.assert_array_equal(obs[spec.CLOCK_KEY], np.zeros((2, env.num_agents, 1)))
+    for t in range(1, 6):
+        result = env.step(act(env, *[STILL] * env.num_agents, n=2))
+        if t < 5:
+            np.testing.assert_allclose(result.obs[spec.CLOCK_KEY], t / 5)
+    assert result.terminated.all()
+    np.testing.assert_allclose(result.final_obs[spec.CLOCK_KEY], 1.0)
+    np.testing.assert_array_equal(result.obs[spec.CLOCK_KEY], 0.0)
+    scene = dataclasses.replace(env.snapshot(0), t=3)
+    np.testing.assert_allclose(env.load_scene(0, scene)[spec.CLOCK_KEY], 3 / 5)
 
 # --- preparation phase and rewards ----------------------------------------------------------
 def test_seekers_frozen_and_rewards_zero_in_preparation(variant: str) -> None:

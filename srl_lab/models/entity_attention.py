@@ -12,7 +12,9 @@ Batch rows are env x agent. Per stream (policy and critic, separate networks of 
 
 The **policy** masks entities it cannot see (``mask_*_obs``) and padding (``mask_*_obs_spoof``): they
 neither attend, nor are attended to, nor pooled, so their features cannot reach the action. The
-**critic** sees every existing entity (it masks padding only). Default sizes with ``recurrent=True``
+**critic** sees every existing entity (it masks padding only), and where the observations carry the
+episode's clock (``episode_time``) its x_self includes it: the horizon ends the game, so the value
+depends on the steps left, which the policy's inputs do not tell after preparation. Default sizes with ``recurrent=True``
 give ~1.6 M parameters for both networks together. Recurrent use: see ``models.actor_critic``.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from srl_lab.api.policy import TensorObs, layer_init
+from srl_lab.envs.hide_and_seek.spec import CLOCK_KEY
 from srl_lab.models.actor_critic import ActorCriticPolicy
 
 # entity array -> (visibility mask, existence mask)
@@ -56,12 +59,13 @@ class EntityTrunk(nn.Module):
     """One stream (policy or critic): observation dict rows -> ``[N, hidden]`` features."""
 
     def __init__(self, space: gym.spaces.Dict, mask_keys: tuple[int, ...], embed: int, heads: int,
-                 hidden: int, lidar_channels: int):
+                 hidden: int, lidar_channels: int, self_keys: tuple[str, ...] = ("observation_self",)):
         super().__init__()
         self.mask_keys = mask_keys  # which of (visibility, existence) masks this stream applies
+        self.self_keys = self_keys  # the row's own features, concatenated with the lidar's
         rays = space["lidar"].shape[0]
         self.lidar_conv = nn.Conv1d(1, lidar_channels, kernel_size=3, padding=1, padding_mode="circular")
-        x_self = space["observation_self"].shape[0] + lidar_channels * rays
+        x_self = sum(space[key].shape[0] for key in self_keys) + lidar_channels * rays
         # The dense layer of each entity type reads [entity, x_self]; its x_self half is the same for
         # every entity of a row, so it is one projection per row (shared with the self embedding, in
         # one matmul) plus a per-entity projection of the entity's own features. Same function and
@@ -75,7 +79,7 @@ class EntityTrunk(nn.Module):
 
     def forward(self, obs: TensorObs) -> torch.Tensor:
         lidar = F.relu(self.lidar_conv(obs["lidar"].unsqueeze(1))).flatten(1)
-        x_self = torch.cat([obs["observation_self"], lidar], dim=-1)
+        x_self = torch.cat([*(obs[key] for key in self.self_keys), lidar], dim=-1)
         self_part, *contexts = self.self_projection(x_self).split(self.embed, dim=-1)
         self_token = F.relu(self_part)
         tokens, masks = [self_token.unsqueeze(1)], [torch.ones_like(self_token[:, :1])]
@@ -108,8 +112,10 @@ class EntityAttentionPolicy(ActorCriticPolicy):
         if missing:
             raise ValueError(f"EntityAttentionPolicy needs the hide-and-seek observation keys; missing {sorted(missing)}")
 
-        def trunk(mask_keys: tuple[int, ...]) -> EntityTrunk:
-            return EntityTrunk(observation_space, mask_keys, embed, heads, hidden, lidar_channels)
+        def trunk(mask_keys: tuple[int, ...], self_keys: tuple[str, ...]) -> EntityTrunk:
+            return EntityTrunk(observation_space, mask_keys, embed, heads, hidden, lidar_channels, self_keys)
 
-        self.build(actor_trunk=trunk((self.VISIBILITY, self.EXISTENCE)), critic_trunk=trunk((self.EXISTENCE,)),
+        clock = (CLOCK_KEY,) if CLOCK_KEY in observation_space.spaces else ()
+        self.build(actor_trunk=trunk((self.VISIBILITY, self.EXISTENCE), ("observation_self",)),
+                   critic_trunk=trunk((self.EXISTENCE,), ("observation_self", *clock)),
                    hidden=hidden)

@@ -119,7 +119,8 @@ class HideAndSeekLite(HideAndSeekGroup):
         step_all(self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._hoff,
                  self._vis, self._t, self._ret, self._acc, self._start, actions, self.layout.n_hiders,
                  self.layout.n_boxes, self.prep_steps, self.horizon, self._area[0], self._area[1],
-                 self.scenario == "quadrant", reward, done, stats, *obs.values())
+                 self.scenario == "quadrant", reward, done, stats, *_sensed(obs))
+        self._set_clock(obs)
         final_obs = None
         episodes: list[dict[str, float]] = []
         ended = np.flatnonzero(done)
@@ -162,7 +163,8 @@ class HideAndSeekLite(HideAndSeekGroup):
         obs = self._new_obs()
         begin_episode(e, self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._vis,
                       self._t, self._ret, self._acc, self._start, self.layout.n_hiders, n_boxes,
-                      self.prep_steps, self.scenario == "quadrant", *obs.values())
+                      self.prep_steps, self.scenario == "quadrant", *_sensed(obs))
+        self._set_clock(obs)
         return {k: v[e].copy() for k, v in obs.items()}
 
     def snapshot(self, env_index: int = 0) -> Scene:
@@ -235,13 +237,21 @@ class HideAndSeekLite(HideAndSeekGroup):
         reset_envs(envs.astype(np.int64), uniforms, SCENARIO_CODES[self.scenario], self._ag, self._ob,
                    self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
                    self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.hiders_anywhere,
-                   self.prep_steps,
-                   *obs.values())
+                   self.prep_steps, *_sensed(obs))
+        self._set_clock(obs)
+
+    def _set_clock(self, obs: dict[str, np.ndarray]) -> None:
+        obs[spec.CLOCK_KEY][..., 0] = (self._t / self.horizon)[:, None]
 
     def _set_object(self, e: int, o: int, x: float, y: float, hx: float, hy: float, yaw: float,
                     kind: int, locked_by: int | None) -> None:
         self._ob[e, o] = (x, y, hx, hy, 0.0, 0.0, yaw)
         self._oi[e, o] = (1, kind, -1 if locked_by is None else locked_by, -1)
+
+
+def _sensed(obs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The arrays the step kernels fill, in ``spec.observation_shapes`` order (all but the clock)."""
+    return [array for key, array in obs.items() if key != spec.CLOCK_KEY]
 
 
 def _wall_from_rect(rect: np.ndarray) -> Wall:

@@ -136,6 +136,7 @@ class Episode:
         obs["mask_aa_obs_spoof"][:] = 1.0  # padding beyond this episode's entities stays 0
         obs["mask_ab_obs_spoof"][:, :n_b] = 1.0
         obs["mask_ar_obs_spoof"][:, :n_r] = 1.0
+        obs[spec.CLOCK_KEY][:] = self.t / self.horizon
         return obs
 
     def _entity_features(self, kin: Kinematics) -> np.ndarray:

@@ -129,8 +129,18 @@ class Layout:
         return self.n_hiders + self.n_seekers
 
 
+# t / horizon, the share of the episode elapsed, for the critic only: the agents' policy never reads
+# it (what they sense of time is the preparation progress in observation_self). The horizon ends the
+# game, so a state's value depends on the steps left; with the clock among its inputs the critic's
+# targets are a function of what it reads (a time limit is part of the state, as Pardo et al.,
+# "Time Limits in Reinforcement Learning", 2018, argue).
+CLOCK_KEY = "episode_time"
+
+
 def observation_shapes(layout: Layout) -> dict[str, tuple[int, ...]]:
-    """Per-agent observation shapes (the batched interface prepends ``[n_envs, n_agents]``)."""
+    """Per-agent observation shapes (the batched interface prepends ``[n_envs, n_agents]``).
+
+    Every key but ``CLOCK_KEY`` is one of the specification's observations."""
     others = layout.n_agents - 1
     return {
         "observation_self": (SELF_DIM,),
@@ -144,6 +154,7 @@ def observation_shapes(layout: Layout) -> dict[str, tuple[int, ...]]:
         "mask_aa_obs_spoof": (others,),
         "mask_ab_obs_spoof": (layout.n_boxes,),
         "mask_ar_obs_spoof": (layout.n_ramps,),
+        CLOCK_KEY: (1,),
     }
 
 
