@@ -179,3 +179,13 @@ def test_trains_in_the_runtime_on_hide_and_seek_lite(dask_client, tmp_path):
         trainer=TrainerConfig(batch_steps=2048),
         ppo=PPOConfig(minibatch_size=512, epochs=2, norm_obs=True, norm_value=True))  # statistics travel with weights
     train_until_version(config, dask_client, str(tmp_path), timeout_s=180)
+
+
+def test_weights_of_another_shape_get_an_error_that_says_so(env):
+    policy = EntityAttentionPolicy(env.observation_space, env.action_space, hidden=32, embed=16)
+    before = policy.weights()
+    wider = EntityAttentionPolicy(env.observation_space, env.action_space, hidden=48, embed=16)
+    with pytest.raises(ValueError, match="another shape than this EntityAttentionPolicy.*actor_trunk.dense.weight: \\(48, 32\\) where this network has \\(32, 32\\)"):
+        policy.load_weights(wider.weights())
+    for key, value in policy.weights().items():  # nothing half-loaded
+        np.testing.assert_array_equal(value, before[key])

@@ -177,6 +177,18 @@ class Policy(nn.Module):
         return {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}
 
     def load_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Load ``weights()`` of a network of the same shape; any other is refused whole, with the reason."""
+        current = self.state_dict()
+        problems = [f"{key}: {tuple(np.shape(value))} where this network has {tuple(current[key].shape)}"
+                    for key, value in weights.items() if key in current and np.shape(value) != current[key].shape]
+        problems += [f"missing {key}" for key in current if key not in weights]
+        problems += [f"unexpected {key}" for key in weights if key not in current]
+        if problems:
+            raise ValueError(
+                f"these weights come from a network of another shape than this {type(self).__name__}: build "
+                "the policy from the config they were trained with (model sizes, env, observation keys; a "
+                "checkpoint from an older release may need that release). " + "; ".join(problems[:6])
+                + (f"; and {len(problems) - 6} more" if len(problems) > 6 else ""))
         self.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()})
 
 
