@@ -178,7 +178,7 @@ class Policy(nn.Module):
 
     def load_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load ``weights()`` of a network of the same shape; any other is refused whole, with the reason."""
-        current = self.state_dict()
+        current = nn.Module.state_dict(self)  # the module's own tensors, whatever a subclass adds for checkpoints
         problems = [f"{key}: {tuple(np.shape(value))} where this network has {tuple(current[key].shape)}"
                     for key, value in weights.items() if key in current and np.shape(value) != current[key].shape]
         problems += [f"missing {key}" for key in current if key not in weights]
