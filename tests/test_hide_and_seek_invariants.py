@@ -125,10 +125,10 @@ def test_both_variants_share_keys_shapes_dtypes_and_statistics() -> None:
     assert envs[0].observation_space == envs[1].observation_space
     assert envs[0].action_space == envs[1].action_space
     for res in (res_a, res_b):
-        assert res.terminated.all() and not res.truncated.any() and res.final_obs is not None and len(res.episodes) == 1
+        assert res.terminated.all() and not res.truncated.any()
+        assert res.final_obs is not None and len(res.episodes) == 1
     assert set(res_a.episodes[0]) == set(res_b.episodes[0]) == {*spec.EPISODE_STAT_KEYS, "return", "length"}
     assert res_a.episodes[0]["length"] == res_b.episodes[0]["length"] == 6
-
 
 
 def test_the_critics_clock_counts_the_horizon_and_restarts_with_each_episode(variant: str) -> None:
@@ -145,6 +145,7 @@ def test_the_critics_clock_counts_the_horizon_and_restarts_with_each_episode(var
     np.testing.assert_array_equal(result.obs[spec.CLOCK_KEY], 0.0)
     scene = dataclasses.replace(env.snapshot(0), t=3)
     np.testing.assert_allclose(env.load_scene(0, scene)[spec.CLOCK_KEY], 3 / 5)
+
 
 # --- preparation phase and rewards ----------------------------------------------------------
 def test_seekers_frozen_and_rewards_zero_in_preparation(variant: str) -> None:

@@ -79,7 +79,6 @@ def test_invisible_entity_reaches_the_critic_but_not_the_policy(env, key, mask_k
     torch.testing.assert_close(value2[others], value[others])
 
 
-
 def test_the_episode_clock_reaches_the_critic_but_not_the_policy(env):
     """The horizon ends the game: the value may depend on the steps left, the actions may not."""
     torch.manual_seed(5)
@@ -91,6 +90,7 @@ def test_the_episode_clock_reaches_the_critic_but_not_the_policy(env):
         (dist, value), (dist2, value2) = policy.distribution_and_value(obs), policy.distribution_and_value(changed)
     torch.testing.assert_close(logits(dist2), logits(dist), rtol=0, atol=0)
     assert (value2 - value).abs().min() > 1e-6
+
 
 def test_visible_entity_reaches_the_policy(env):
     torch.manual_seed(2)

@@ -14,8 +14,8 @@ The **policy** masks entities it cannot see (``mask_*_obs``) and padding (``mask
 neither attend, nor are attended to, nor pooled, so their features cannot reach the action. The
 **critic** sees every existing entity (it masks padding only), and where the observations carry the
 episode's clock (``episode_time``) its x_self includes it: the horizon ends the game, so the value
-depends on the steps left, which the policy's inputs do not tell after preparation. Default sizes with ``recurrent=True``
-give ~1.6 M parameters for both networks together. Recurrent use: see ``models.actor_critic``.
+depends on the steps left, which the policy's inputs do not tell after preparation. Default sizes
+with ``recurrent=True`` give ~1.6 M parameters for both networks together. Recurrent use: see ``models.actor_critic``.
 """
 from __future__ import annotations
 

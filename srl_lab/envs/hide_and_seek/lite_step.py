@@ -223,7 +223,8 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
              o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray,
              o_lidar: np.ndarray, m_aa: np.ndarray, m_ab: np.ndarray, m_ar: np.ndarray,
              s_aa: np.ndarray, s_ab: np.ndarray, s_ar: np.ndarray) -> None:
-    """Step every environment once; ``done[e]`` marks episodes that reached the horizon, whose ``stats[e]`` are set."""
+    """Step every environment once; ``done[e]`` marks episodes that reached the horizon (their
+    ``stats[e]`` are set)."""
     n_envs, n_agents = ag.shape[0], ag.shape[1]
     act = np.empty((n_agents, 5), np.int64)
     force = np.empty((n_agents, 3))
