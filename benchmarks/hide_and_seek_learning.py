@@ -286,7 +286,10 @@ hiders locking boxes in preparation (0.50 and 0.66 per preparation at the peak, 
 closing the single door now and then (fort rate 0.020 in one-door rooms at minutes 12-15 of the
 second run, its best), then leaving the room (hider_in_room 0.62 by minutes 6-9 in the first, 0.56
 by minutes 12-15 in the second) while the hidden fraction recovered to ~0.8 and the seekers'
-success fell. fort_rate 0.0002 in both.
+success fell. fort_rate 0.0002 in both. A 3-minute ``make demo`` with the clock: 1.42 M env steps, 231
+updates, the trained seeker saw a random hider on 32 % of play steps (a random seeker 7 %; 17 % in
+the demo without the clock above), seeker_in_room rising from 0 to ~0.65 and the hidden fraction
+falling from 0.95 to ~0.68.
 
 The last stdout line is one JSON object.
 """
