@@ -82,6 +82,7 @@ class PPOConfig:
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_coef: float = 0.2
+    dual_clip: float = 3.0  # where the advantage is negative, ratios past this give no gradient (0: off)
     epochs: int = 4
     minibatch_size: int = 1024
     ent_coef: float = 0.01
@@ -249,6 +250,10 @@ def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
         value = getattr(ppo, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"ppo.{name}", f"must be a number >= 0, got {value!r}", "0 turns it off")
+    if not isinstance(ppo.dual_clip, (int, float)) or isinstance(ppo.dual_clip, bool) \
+            or not (ppo.dual_clip == 0 or ppo.dual_clip > 1 + ppo.clip_coef):
+        raise ConfigError("ppo.dual_clip", f"must be 0 (off) or above 1 + clip_coef = {1 + ppo.clip_coef:g}, "
+                          f"got {ppo.dual_clip!r}", "e.g. 3.0")
     if ppo.advantage not in ("gae", "vtrace"):
         raise ConfigError("ppo.advantage", f"unknown estimator {ppo.advantage!r}",
                           "use 'gae' or 'vtrace' (corrects stale samples)")

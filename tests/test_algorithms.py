@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import math
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from srl_lab.algorithms.a2c import A2C
-from srl_lab.algorithms.ppo import PPO
+from srl_lab.algorithms.ppo import PPO, clipped_surrogate
 from srl_lab.algorithms.recurrent import Rollout
 from srl_lab.algorithms.value_norm import ValueNormalizer
 from srl_lab.config import ActorConfig, ExperimentConfig, PPOConfig, TrainerConfig
@@ -86,6 +89,48 @@ def test_an_action_the_behaviour_policy_all_but_ruled_out_leaves_the_weights_fin
     stats = PPO(policy, SMALL).train(batch, version=0)
     assert stats["nonfinite_steps"] == 0 and np.isfinite(stats["policy_loss"]), stats
     assert all(torch.isfinite(v).all() for v in policy.state_dict().values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(ratio=st.floats(1e-3, 1e3), adv=st.floats(-10.0, 10.0), clip=st.floats(0.05, 0.5), dual=st.floats(1.6, 10.0))
+def test_the_clipped_surrogate_matches_its_numpy_reference(ratio, adv, clip, dual):
+    """min(r A, clip(r) A), and with the dual clip never below c A for A < 0; no gradient once bounded."""
+    reference = min(ratio * adv, float(np.clip(ratio, 1 - clip, 1 + clip)) * adv)
+    r = torch.tensor(ratio, dtype=torch.float64, requires_grad=True)
+    a = torch.tensor(adv, dtype=torch.float64)
+    assert clipped_surrogate(r, a, clip, 0.0).item() == pytest.approx(reference, rel=1e-12, abs=1e-12)
+    dual_reference = max(reference, dual * adv) if adv < 0 else reference
+    value = clipped_surrogate(r, a, clip, dual)
+    assert value.item() == pytest.approx(dual_reference, rel=1e-12, abs=1e-12)
+    value.backward()
+    if adv < 0 and ratio > dual:
+        assert r.grad.item() == 0.0
+
+
+def test_the_dual_clip_keeps_a_stale_unlikely_action_from_owning_the_update():
+    """One row acted by a behaviour policy that gave its action far less probability than the policy
+    now does (ratio e^10 or e^15), with a negative advantage: with the dual clip the first step's
+    gradient ignores it, whatever the ratio; without it, the gradient grows with that one row's ratio."""
+    def first_gradient(offset: float, dual_clip: float) -> torch.Tensor:
+        torch.manual_seed(0)
+        policy = cartpole_policy()
+        batch = batch_for(policy)
+        batch["rewards"][0, 0] = -50.0  # its advantage: far below every other row's
+        batch["logp"][0, 0] -= offset
+        T, B = batch["rewards"].shape
+        config = dataclasses.replace(SMALL, epochs=1, minibatch_size=T * B, ent_coef=0.0, vf_coef=0.0,
+                                     max_grad_norm=1e9, dual_clip=dual_clip)
+        algorithm = PPO(policy, config)
+        captured = []
+        algorithm.optimizer.step = lambda: captured.append(_gradient(policy))
+        algorithm.train(batch, version=0)
+        return captured[0]
+
+    bounded = first_gradient(10.0, 3.0)
+    torch.testing.assert_close(first_gradient(15.0, 3.0), bounded)
+    unbounded = first_gradient(10.0, 0.0)
+    assert unbounded.norm() > 100 * bounded.norm()
+    assert first_gradient(15.0, 0.0).norm() / unbounded.norm() == pytest.approx(math.exp(5.0), rel=0.05)
 
 
 def test_a_non_finite_gradient_is_skipped_not_applied():

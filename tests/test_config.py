@@ -32,6 +32,7 @@ def _pendulum_policy(observation_space, action_space):
     (ExperimentConfig(ppo=PPOConfig(advantage="td")), "ppo.advantage"),
     (ExperimentConfig(ppo=PPOConfig(burn_in=-1)), "ppo.burn_in"),
     (ExperimentConfig(ppo=PPOConfig(max_staleness=-1)), "ppo.max_staleness"),
+    (ExperimentConfig(ppo=PPOConfig(dual_clip=1.1)), "ppo.dual_clip"),  # not past 1 + clip_coef
 ])
 def test_invalid_config_names_the_field(config, field):
     with pytest.raises(ConfigError) as info:

@@ -8,6 +8,8 @@ then ``epochs`` passes of shuffled minibatches minimising
 with ratio = pi(a|s) / pi_old(a|s) taken against the behaviour log-probs the actors recorded, so a
 fragment a version or two old is still corrected by the clipped ratio. Options (``PPOConfig``):
 
+* ``dual_clip``: where A < 0 the policy term is bounded by c * A (``clipped_surrogate``), so a row whose
+  ratio ran past c gives no gradient;
 * ``value_clip``: the value loss is max((V - R)^2, (V_clip - R)^2), V_clip = V_old + clip(V - V_old, ±c);
 * ``norm_value``: the value head predicts (R - mean) / std of running return statistics, so the
   behaviour values are denormalised before computing advantages;
@@ -54,6 +56,20 @@ Minibatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.
 # exp(89) overflows float32, and one such row (a near-deterministic policy meeting an action it now
 # rules out) would make the loss, and after one step every weight, NaN.
 MAX_LOG_RATIO = 20.0
+
+
+def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip_coef: float, dual_clip: float) -> torch.Tensor:
+    """Per-row PPO objective to maximise: min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A), and with
+    ``dual_clip`` c > 0 never below c * A where A < 0 (dual-clip PPO, Ye et al. 2020).
+
+    Without the second bound a row with A < 0 whose ratio has grown far past the clip keeps a gradient
+    of size ratio * |A|: one action the proximal policy all but ruled out (a stale sample's, typically)
+    that the update makes likelier can own a whole minibatch's clipped gradient step.
+    """
+    surrogate = torch.min(ratio * adv, ratio.clamp(1 - clip_coef, 1 + clip_coef) * adv)
+    if dual_clip:
+        surrogate = torch.where(adv < 0, torch.max(surrogate, dual_clip * adv), surrogate)
+    return surrogate
 
 
 class PPO(Algorithm):
@@ -116,7 +132,7 @@ class PPO(Algorithm):
                     else torch.as_tensor(valid.reshape(n), device=dev))
 
         stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
-                                                         "clip_frac")}
+                                                         "clip_frac", "dual_clip_frac")}
         samples_used = nonfinite_steps = 0
         for epoch in range(cfg.epochs):
             active = happened & (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
@@ -131,8 +147,7 @@ class PPO(Algorithm):
                 if cfg.norm_adv:
                     centred = adv - _mean(adv, weight)
                     adv = centred / (_mean(centred ** 2, weight).sqrt() + 1e-8)
-                policy_loss = _mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)),
-                                    weight)
+                policy_loss = -_mean(clipped_surrogate(ratio, adv, cfg.clip_coef, cfg.dual_clip), weight)
                 value_error = (value - flat["ret"][idx]) ** 2
                 if cfg.value_clip > 0:
                     old_v = flat["old_v"][idx]
@@ -153,6 +168,9 @@ class PPO(Algorithm):
                     stats["entropy"].append(_mean(entropy, weight).item())
                     stats["approx_kl"].append(_mean((ratio - 1) - log_ratio, weight).item())
                     stats["clip_frac"].append(_mean(((ratio - 1).abs() > cfg.clip_coef).float(), weight).item())
+                    if cfg.dual_clip:
+                        stats["dual_clip_frac"].append(_mean(((adv < 0) & (ratio > cfg.dual_clip)).float(),
+                                                             weight).item())
         result = {k: float(np.mean(v)) for k, v in stats.items() if v}  # empty when every sample was too stale
         result["sample_reuse"] = samples_used / max(1, int(happened.sum()))
         result["nonfinite_steps"] = nonfinite_steps
