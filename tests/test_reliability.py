@@ -269,6 +269,11 @@ def test_resume_continues_training_counters_and_curves(dask_client, tmp_path):
     with pytest.raises(Exception, match="Run.resume"):
         launch(cfg, client=dask_client, run_dir=str(tmp_path))  # an earlier run's checkpoints: never clobbered
     records_before = len((tmp_path / "metrics.jsonl").read_text().splitlines())
+    wider = config(actors=1)
+    wider.ppo, wider.policy.hidden = cfg.ppo, (96, 96)
+    with pytest.raises(ValueError, match=r"another shape.*\(64, 4\) where this network has \(96, 4\)"):
+        Run.resume(str(tmp_path), client=dask_client, config=wider)  # refused before any worker starts
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == records_before
 
     run = Run.resume(str(tmp_path), client=dask_client)
     try:

@@ -178,18 +178,25 @@ class Policy(nn.Module):
 
     def load_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load ``weights()`` of a network of the same shape; any other is refused whole, with the reason."""
-        current = nn.Module.state_dict(self)  # the module's own tensors, whatever a subclass adds for checkpoints
-        problems = [f"{key}: {tuple(np.shape(value))} where this network has {tuple(current[key].shape)}"
-                    for key, value in weights.items() if key in current and np.shape(value) != current[key].shape]
-        problems += [f"missing {key}" for key in current if key not in weights]
-        problems += [f"unexpected {key}" for key in weights if key not in current]
-        if problems:
-            raise ValueError(
-                f"these weights come from a network of another shape than this {type(self).__name__}: build "
-                "the policy from the config they were trained with (model sizes, env, observation keys; a "
-                "checkpoint from an older release may need that release). " + "; ".join(problems[:6])
-                + (f"; and {len(problems) - 6} more" if len(problems) > 6 else ""))
+        problem = weights_mismatch(type(self).__name__, nn.Module.state_dict(self), weights)
+        if problem:  # the module's own tensors, whatever a subclass adds to its checkpoints
+            raise ValueError(problem)
         self.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()})
+
+
+def weights_mismatch(network: str, current: dict[str, Any], weights: dict[str, Any]) -> str | None:
+    """Why ``weights`` do not fit a ``network`` whose own are ``current`` (None when they do): the
+    tensors of another shape, and the missing and unexpected ones, with what to do about it."""
+    problems = [f"{key}: {tuple(np.shape(value))} where this network has {tuple(np.shape(current[key]))}"
+                for key, value in weights.items() if key in current and np.shape(value) != np.shape(current[key])]
+    problems += [f"missing {key}" for key in current if key not in weights]
+    problems += [f"unexpected {key}" for key in weights if key not in current]
+    if not problems:
+        return None
+    return (f"these weights come from a network of another shape than this {network}: build the policy "
+            "from the config they were trained with (model sizes, env, observation keys; a checkpoint from "
+            "an older release may need that release). " + "; ".join(problems[:6])
+            + (f"; and {len(problems) - 6} more" if len(problems) > 6 else ""))
 
 
 def obs_to_tensor(obs: Any, device: torch.device | str = "cpu") -> TensorObs:

@@ -119,6 +119,7 @@ class Run:
         run_dir = os.path.abspath(run_dir)
         config = config or run_directory.config_to_resume(run_dir)
         config.validate()
+        run_directory.check_checkpoints_fit(run_dir, config)
         return cls(config, client, run_dir, security=security, resumed=True)
 
     # ---------------------------------------------------------------- the workers

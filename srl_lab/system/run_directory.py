@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from srl_lab.config import ConfigError, ExperimentConfig
-from srl_lab.policies import policy_ids
+from srl_lab.policies import for_policy, policy_ids
 from srl_lab.system import checkpoints
 
 RUN_ID_KEYS = ("run_id", "run_ids")  # config.json keys that are not config fields
@@ -43,6 +43,26 @@ def config_to_resume(run_dir: str) -> ExperimentConfig:
     if not saved:
         raise FileNotFoundError(f"{run_dir} holds neither a checkpoint nor config.json to resume from")
     return ExperimentConfig.from_dict({k: v for k, v in saved.items() if k not in RUN_ID_KEYS})
+
+
+def check_checkpoints_fit(run_dir: str, config: ExperimentConfig) -> None:
+    """Refuse to resume, before any worker starts, when a policy's newest checkpoint holds weights
+    that ``config`` would build a network of another shape for (a changed model size or env, or a
+    checkpoint from an older release): a ValueError naming the checkpoint and the tensors."""
+    from srl_lab.api.policy import weights_mismatch
+    from srl_lab.envs.factory import make_policy, probe_env
+
+    for policy in policy_ids(config):
+        found = checkpoints.load_latest(checkpoints.folder(run_dir, policy))
+        if found is None:
+            continue
+        path, state = found
+        policy_config = for_policy(config, policy)
+        probe = probe_env(policy_config, policy)
+        network = make_policy(policy_config, probe.observation_space, probe.action_space, probe)
+        problem = weights_mismatch(type(network).__name__, network.state_dict(), state["algorithm"]["policy"])
+        if problem:
+            raise ValueError(f"cannot resume from {path}: {problem}")
 
 
 def write_result(run_dir: str, result: dict[str, Any]) -> None:
