@@ -293,6 +293,27 @@ falling from 0.95 to ~0.68. A third 30-minute run with the clock (14.3 M env ste
 seeker / hider gains 39.9 / 18.6, fort_rate 0.0002, hiders out of the room in part from minute 6
 (hider_in_room 0.57-0.68): the hider gain reached 20 in two of the three runs.
 
+On the GPU machine again with the terminated horizon and the clock (``--device cuda --actors 12
+--minutes 6 --episodes 100``): 36.3 M samples trained in 349 s of training (104 k trained rows/s;
+43.8 M produced, 17 % of the fragments dropped as more than 12 versions stale), 2,951 updates,
+policy lag 4 versions on average. The value normaliser stayed in bounds (the targets' mean -8.1 to 3.4,
+std 13.8-27.4 from update 20 on) and nothing became NaN. Seekers in the room at 0.27 minutes, the hidden fraction below
+0.8 at 0.77, 0.75 locked boxes per preparation (rolling) at 5.6; the seekers' success rose and fell
+three times (seeker_in_room 0 -> 0.5, down to 0.2 at ~14 M and ~24 M samples, up to 0.6 at the end)
+with hiders in the room throughout (0.98) and the fort rate at most 0.005 in any minute: fort_rate
+0.0007, seeker / hider gains 23.7 / 0.8. The entropy fell as on 2 cores to 3.9 by update 500 and
+then on to 0.3-0.9 for good, after an update with approx_kl 58,375 near version 767: rows at the
+log-ratio cap (an action the proximal policy all but ruled out, made likelier during the update)
+with a negative advantage, whose unbounded ratio * A owned their minibatch's step. PPO's dual clip
+(``PPOConfig.dual_clip``, 3 by default) now removes such a row's gradient. The same command with it
+for 3.7 minutes (50 episodes per arm): 20.0 M samples trained in 210 s (95 k/s), 1,631 updates, the
+dual clip acting on 0.002 % of rows; the largest approx_kl 1.45 (clip_frac 0.42, version 495),
+after which the entropy fell from 1.8 to 0.8 and came back to 2.9-4.0 at versions 575-1,000 (the
+hidden fraction down to 0.55, seeker_in_room 0.67 at minute 2), then fell again from 1.9 to 0.8 in
+the updates with approx_kl 0.4-0.5 near version 1,180 and stayed at 0.6-1.3; seeker / hider gains
+18.9 / -11.7, fort_rate 0.003. With 12 actors the GPU's updates still overshoot now and then, where one
+actor on 2 cores (policy lag 0.4) never passed an approx_kl of 0.009 in four 30-minute runs.
+
 The last stdout line is one JSON object.
 """
 from __future__ import annotations
