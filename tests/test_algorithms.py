@@ -25,6 +25,7 @@ from srl_lab.envs.memory import CueMemoryEnv
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.models.mlp_lstm import MLPLSTMPolicy
 from srl_lab.system.controller import launch
+from srl_lab.system.learner import Learner
 
 SMALL = PPOConfig(epochs=2, minibatch_size=64)
 
@@ -79,6 +80,19 @@ def test_staleness_bounds_how_often_a_sample_is_reused(recurrent):
     stats = PPO(policy, dataclasses.replace(config, max_staleness=None)).train(batch, version=10)
     assert stats["sample_reuse"] == 4
     assert (stats["policy_lag_mean"], stats["policy_lag_max"]) == (1.0, 2.0)  # half the rows 2 versions old
+
+
+def test_the_learner_reports_policy_lag_against_its_own_version():
+    """Samples acted by version 2 and trained at version 5 are 3 versions old, though no newer ones
+    share their batch: the trainer passes its version, so the lag (and max_staleness) count from it."""
+    learner = Learner(ExperimentConfig(ppo=SMALL, trainer=TrainerConfig(max_version_lag=3)))
+    fragment = batch_for(learner.policy)
+    fragment["versions"] = np.full(len(fragment["rewards"]), 2)  # a fragment's versions: one per step
+    learner.version = 5
+    assert learner.offer(fragment, [], 0)
+    learner.train()
+    assert (learner.last_stats["policy_lag_mean"], learner.last_stats["policy_lag_max"]) == (3.0, 3.0)
+    assert learner.version == 6
 
 
 def test_an_action_the_behaviour_policy_all_but_ruled_out_leaves_the_weights_finite():

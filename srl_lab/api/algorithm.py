@@ -66,7 +66,8 @@ class Algorithm:
         self.config = config
         self.device = device
 
-    def train(self, batch: Batch) -> dict[str, float]:
+    def train(self, batch: Batch, version: int | None = None) -> dict[str, float]:
+        """One update on ``batch``; ``version`` is the trainer's policy version (what samples are stale against)."""
         raise NotImplementedError
 
     def optimizers(self) -> Sequence[torch.optim.Optimizer]:

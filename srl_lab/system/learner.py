@@ -75,7 +75,7 @@ class Learner:
     def update(self, fragments: list[dict[str, Any]]) -> None:
         """Run the algorithm on ``fragments`` and bump the policy version (no bookkeeping)."""
         start = time.perf_counter()
-        self.last_stats = self.algorithm.train(batch_fragments(fragments))
+        self.last_stats = self.algorithm.train(batch_fragments(fragments), version=self.version)
         self.last_stats["train_s"] = time.perf_counter() - start
         self.version += 1
 
