@@ -57,10 +57,13 @@ def check_checkpoints_fit(run_dir: str, config: ExperimentConfig) -> None:
         if found is None:
             continue
         path, state = found
+        weights = state.get("algorithm", {}).get("policy")
+        if weights is None:  # an algorithm whose checkpoints keep the policy elsewhere: its own load decides
+            continue
         policy_config = for_policy(config, policy)
         probe = probe_env(policy_config, policy)
         network = make_policy(policy_config, probe.observation_space, probe.action_space, probe)
-        problem = weights_mismatch(type(network).__name__, network.state_dict(), state["algorithm"]["policy"])
+        problem = weights_mismatch(type(network).__name__, network.state_dict(), weights)
         if problem:
             raise ValueError(f"cannot resume from {path}: {problem}")
 
