@@ -30,9 +30,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/scaling.py
 	$(PY) benchmarks/viewer_overhead.py
 
-# Long runs, not in CI: 30 minutes of hide-and-seek self-play learning; 10 minutes of fault injection.
+# Long runs, not in CI: 30 minutes of hide-and-seek self-play learning; ~8 minutes of updates with the
+# actors 0-12 versions behind; 10 minutes of fault injection.
 bench-long: $(STAMP)
 	$(PY) benchmarks/hide_and_seek_learning.py
+	$(PY) benchmarks/hide_and_seek_policy_lag.py
 	$(PY) benchmarks/soak.py
 
 lab: kernels

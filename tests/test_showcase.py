@@ -103,6 +103,17 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     assert all(0 <= v <= 1 for v in use["hidden_fraction"].values()) and use["episodes_per_arm"] == 16
 
 
+def test_the_policy_lag_diagnostic_trains_the_given_versions_behind(capsys):
+    """With the actors 3 versions behind, the trainer's samples are about 3 versions old; with 0, under 1."""
+    _load(ROOT / "benchmarks" / "hide_and_seek_policy_lag.py").main(
+        ["--size", "short", "--lags", "0", "3", "--updates", "12"])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    now, behind = report["by_lag"]
+    assert now["updates"] == behind["updates"] == 12
+    assert now["policy_lag_mean"] < 1.0 and 2.0 <= behind["policy_lag_mean"] <= 4.0, report
+    assert all(row["approx_kl_max"] >= 0.0 and 0.0 < row["entropy_last20"] for row in report["by_lag"])
+
+
 def test_gains_are_zero_when_the_trained_policy_plays_randomly():
     """A 'trained' policy that acts uniformly at random gains nothing beyond sampling noise."""
     import torch
