@@ -315,15 +315,27 @@ the updates with approx_kl 0.4-0.5 near version 1,180 and stayed at 0.6-1.3; see
 18.9 / -11.7, fort_rate 0.003. With 12 actors the GPU's updates still overshoot now and then, where one
 actor on 2 cores (policy lag 0.4) never passed an approx_kl of 0.009 in four 30-minute runs.
 
-The lag alone does it. In one process (the laptop config, the actors' ring acting with the weights
-of L updates before the trainer's; 80 updates each, seed 0): the per-update approx_kl's median /
-95th percentile / maximum were 0.0009 / 0.0018 / 0.0029 at L = 0, 0.0009 / 0.0031 / 0.0041 at L = 3,
-0.0023 / 0.019 / 0.029 at L = 8 and 0.0039 / 0.052 / 0.105 at L = 12, and the entropy after 80
-updates 7.1, 7.7, 6.0 and 4.4. Four actors on 2 cores showed the same in their first 250 updates
-(95th percentile 0.077 and, with the dual clip, 0.015, against 0.002 for one actor). Advantages
-scaled but not centred (centring is unbiased only on-policy) cut L = 12's 95th percentile to 0.012
-and its maximum to 0.019, not its entropy (4.4); not shipped. Trainer-side lag is now reported
-against the trainer's version (``Learner`` passes it to ``train``).
+The lag alone does it. ``hide_and_seek_policy_lag.py`` trains the laptop config in one process with
+the actors acting on the weights of L updates before the trainer's (80 updates, seeds 0 and 1): the
+95th percentile of the per-update approx_kl was 0.0017-0.0024 at L = 0, 0.003-0.006 at L = 3,
+0.018-0.045 at L = 8 and 0.073-0.074 at L = 12, and the entropy after 80 updates 6.8-7.1, 6.5-6.8,
+3.0-5.5 and 2.8-4.6. Four actors on 2 cores showed the same in their first 250 updates (95th
+percentile 0.077 and, with the dual clip, 0.015, against 0.002 for one actor). Tried at L = 12 on a
+draft of that script (fragments more than 12 versions old still dropped; there seed 0 gave 0.052
+and entropy 4.4, seed 1 0.107 and 3.0), not shipped: advantages scaled but not centred (centring is
+unbiased only on-policy) cut seed 0's 95th percentile to 0.012, not its entropy (4.4); V-trace's
+rho_bar at 100 instead of 1 gave seed 0 0.010 and entropy 6.6, but seed 1 0.073 and 2.3; PPO's
+ratio against the behaviour policy instead of the proximal one (``advantage="gae"``) kept the
+entropy at 8.6 by barely learning.
+
+The defaults once more with the dual clip and the lag counted from the trainer's version (same
+command as the first run, 30 minutes): 13.3 M env steps, 2,160 updates, nothing dropped; policy lag
+1.5 versions (0.4 as counted before), the largest approx_kl 0.012, the dual clip acting on 0.0001 %
+of rows, the targets' mean 0.06-2.3 and std 13.3-30.1, the entropy 3.8-4.1 from minute 6. The
+clock runs' course: seekers in the room at 2.7 minutes (seeker_in_room 0.55 at minutes 3-6, the
+hidden fraction 0.69), 0.75 locked boxes per preparation (rolling) at 3.9, then hiders out of the
+room in part from minute 6 (hider_in_room 0.41-0.60) and the hidden fraction back at ~0.72-0.74.
+fort_rate 0.009 (0.017 with one door, 0.001 with two), seeker / hider gains 27.7 / 6.5.
 
 The last stdout line is one JSON object.
 """
