@@ -88,6 +88,16 @@ class Trainer(Learner):
         return {**refusal_report(self.receiver.refusals, self.params.refusals),
                 "param_requests_served": self.params.requests_served}
 
+    def receive_turn(self) -> None:
+        """Read the sample socket for this turn of the loop: until the batch is full, waiting up to
+        50 ms; in a data-parallel group also while the other ranks fill theirs, without waiting and
+        up to a second batch. A full rank that stopped reading there would leave its actors' last
+        fragments unread while they stop (they give them FLUSH_LINGER_MS), and lose them."""
+        if not self.ready():
+            self.receive(timeout_ms=50)
+        elif self.group is not None and self.batch_steps < 2 * self.config.trainer.batch_steps:
+            self.receive(timeout_ms=0)
+
     def receive(self, timeout_ms: int) -> bool:
         """Take one message if one arrives within ``timeout_ms``; True if something was received."""
         msg = self.receiver.recv(timeout_ms=timeout_ms)
@@ -241,8 +251,7 @@ def trainer_worker(run_id: str, config: ExperimentConfig, run_dir: str | None, i
         trainer.log(restored_from=trainer.restored_from)
         last_log = time.monotonic()
         while True:
-            if not trainer.ready():
-                trainer.receive(timeout_ms=50)
+            trainer.receive_turn()
             requested = bool(run_dir) and rank == 0 and ctx.checkpoint_requested()
             due = bool(run_dir) and rank == 0 and trainer.checkpoint_due()
             train, stop, checkpoint = trainer.agree(trainer.ready(), ctx.should_stop(), requested or due)
