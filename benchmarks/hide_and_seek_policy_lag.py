@@ -3,7 +3,8 @@
 Trains ``showcase_config`` (lite quadrant, 1 v 1) in this process (``single_process``'s ring and
 learner, no Dask), with the actors' ring acting on the weights of ``L`` updates before the trainer's
 own, for each ``--lags`` value, from the same seed. After every update the ring takes the weights of
-version ``max(0, v - L)``. Reports per lag the median, 95th percentile and maximum of the update's
+version ``max(0, v - L)``; ``max_version_lag`` is raised to L + 1, so no fragment is dropped as
+stale. Reports per lag the median, 95th percentile and maximum of the update's
 ``approx_kl`` (KL of the policy after each minibatch step from the policy the update began with,
 the proximal one V-trace and the clip measure from), the median ``clip_frac`` and the mean entropy
 of the last 20 updates.
