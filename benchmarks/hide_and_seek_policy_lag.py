@@ -36,31 +36,29 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-from typing import Any
 
 import numpy as np
 import torch
 
+from srl_lab.api.policy import Policy
 from srl_lab.config import ExperimentConfig
-from srl_lab.envs.factory import make_env_group
 from srl_lab.envs.hide_and_seek.showcase import showcase_config
-from srl_lab.system.actor_ring import ActorRing
-from srl_lab.system.inference import Reply, step_policy
 from srl_lab.system.learner import Learner
+from srl_lab.system.single_process import SharedPolicyInference, learner_ring
 
 
-class LaggedInference:
-    """The ring's inference: acts with a copy of the policy that ``follow`` keeps ``lag`` versions behind."""
-
-    latency_s = 0.0
+class LaggedInference(SharedPolicyInference):
+    """Acts with a copy of the policy that ``follow`` keeps ``lag`` versions behind the learner's."""
 
     def __init__(self, learner: Learner, lag: int):
-        self.learner, self.lag = learner, lag
+        super().__init__(learner)
+        self.lag = lag
         self.policy = copy.deepcopy(learner.policy)
-        self.history = {0: learner.policy.weights()}  # version -> weights, from the acting version on
-        self.policy.load_weights(self.history[0])
         self.version = 0
-        self._replies: dict[int, Reply] = {}
+        self.history = {0: learner.policy.weights()}  # version -> weights, from the acting version on
+
+    def acting(self) -> tuple[Policy, int]:
+        return self.policy, self.version
 
     def follow(self) -> None:
         """After an update: keep the new version's weights and act with those ``lag`` versions behind."""
@@ -70,16 +68,6 @@ class LaggedInference:
         for old in [v for v in self.history if v < self.version]:
             del self.history[old]
 
-    def post(self, group: int, obs: Any, state: np.ndarray | None = None) -> None:
-        actions, logp, values, next_state = step_policy(self.policy, obs, state)
-        self._replies[group] = Reply(actions, logp, values, self.version, next_state)
-
-    def wait(self, group: int, should_stop: Any) -> Reply:
-        return self._replies.pop(group)
-
-    def close(self) -> None:
-        pass
-
 
 def measure(config: ExperimentConfig, lag: int, updates: int) -> dict[str, float]:
     """Train ``updates`` updates with the actors ``lag`` versions behind; the update statistics."""
@@ -88,17 +76,11 @@ def measure(config: ExperimentConfig, lag: int, updates: int) -> dict[str, float
     inference = LaggedInference(learner, lag)
     stats: list[dict[str, float]] = []
 
-    def emit(builder: Any, last_value: np.ndarray) -> bool:
-        learner.offer(builder.arrays(last_value), builder.episodes, builder.env_errors)
-        if learner.ready():
-            learner.train()
-            stats.append(learner.last_stats)
-            inference.follow()
-        return True
+    def after_update() -> None:
+        stats.append(learner.last_stats)
+        inference.follow()
 
-    acfg = config.actors
-    envs = [make_env_group(config, acfg.envs_per_group, seed=config.seed * 100_003 + g) for g in range(acfg.ring_size)]
-    ring = ActorRing.single(envs, acfg.fragment_length, inference, emit)
+    ring = learner_ring(config, learner, inference, after_update)
     while learner.version < updates:
         ring.step(lambda: False)
     ring.close()

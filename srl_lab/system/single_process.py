@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from srl_lab.api.policy import Policy
 from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_env_group
 from srl_lab.system.actor_ring import ActorRing
@@ -16,8 +17,9 @@ from srl_lab.system.inference import Reply, step_policy
 from srl_lab.system.learner import Learner
 
 
-class _SharedPolicyInference:
-    """Acts with the learner's own policy object: always the latest version, no weight copies."""
+class SharedPolicyInference:
+    """Acts with the learner's own policy object: always the latest version, no weight copies.
+    A subclass may act with another network by overriding ``acting``."""
 
     latency_s = 0.0
 
@@ -25,9 +27,14 @@ class _SharedPolicyInference:
         self.learner = learner
         self._replies: dict[int, Reply] = {}
 
+    def acting(self) -> tuple[Policy, int]:
+        """The network that acts, and its version."""
+        return self.learner.policy, self.learner.version
+
     def post(self, group: int, obs: Any, state: np.ndarray | None = None) -> None:
-        actions, logp, values, next_state = step_policy(self.learner.policy, obs, state)
-        self._replies[group] = Reply(actions, logp, values, self.learner.version, next_state)
+        policy, version = self.acting()
+        actions, logp, values, next_state = step_policy(policy, obs, state)
+        self._replies[group] = Reply(actions, logp, values, version, next_state)
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply:
         return self._replies.pop(group)
@@ -36,22 +43,30 @@ class _SharedPolicyInference:
         pass
 
 
-def train_single_process(config: ExperimentConfig, env_steps: int) -> dict[str, Any]:
-    """Train for ``env_steps`` env steps in this process; returns throughput and returns."""
-    import torch
-
-    torch.set_num_threads(1)
-    learner = Learner(config)
+def learner_ring(config: ExperimentConfig, learner: Learner, inference: Any,
+                 after_update: Callable[[], None] = lambda: None) -> ActorRing:
+    """One actor's env groups on a ring whose fragments go straight to ``learner``, which trains
+    (then calls ``after_update``) whenever its batch is full."""
     acfg = config.actors
 
     def emit(builder: FragmentBuilder, last_value: np.ndarray) -> bool:
         learner.offer(builder.arrays(last_value), builder.episodes, builder.env_errors)
         if learner.ready():
             learner.train()
+            after_update()
         return True
 
     envs = [make_env_group(config, acfg.envs_per_group, seed=config.seed * 100_003 + g) for g in range(acfg.ring_size)]
-    ring = ActorRing.single(envs, acfg.fragment_length, _SharedPolicyInference(learner), emit)
+    return ActorRing.single(envs, acfg.fragment_length, inference, emit)
+
+
+def train_single_process(config: ExperimentConfig, env_steps: int) -> dict[str, Any]:
+    """Train for ``env_steps`` env steps in this process; returns throughput and returns."""
+    import torch
+
+    torch.set_num_threads(1)
+    learner = Learner(config)
+    ring = learner_ring(config, learner, SharedPolicyInference(learner))
     start = time.perf_counter()
     while ring.counters["env_steps"] < env_steps:
         ring.step(lambda: False)
