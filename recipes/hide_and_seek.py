@@ -12,33 +12,11 @@ plays each team against uniform random actions and the recipe prints the before/
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from typing import Any
 
+from srl_lab.config import with_overrides
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
-
-
-def override(section, assignments: list[str], parser: argparse.ArgumentParser):
-    """A copy of a config dataclass with ``FIELD=VALUE`` assignments applied (values typed like the field)."""
-    fields = {f.name for f in dataclasses.fields(section)}
-    changes = {}
-    for assignment in assignments:
-        name, _, text = assignment.partition("=")
-        if name not in fields or not text:
-            parser.error(f"--ppo {assignment!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
-        changes[name] = _typed(text, getattr(section, name))
-    return dataclasses.replace(section, **changes)
-
-
-def _typed(text: str, current):
-    """``text`` as the type of the field's current value (a number when the field is None)."""
-    if isinstance(current, bool):
-        return text.lower() in ("1", "true", "yes")
-    if isinstance(current, (int, float)) or current is None:
-        number = float(text)
-        return int(number) if isinstance(current, int) or (current is None and number.is_integer()) else number
-    return text
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
@@ -85,7 +63,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              hidden=args.hidden, embed=args.embed, device=args.device)
     if args.random_opponents:
         config.env.kwargs["random_opponents"] = args.random_opponents
-    config.ppo = override(config.ppo, args.ppo, parser)
+    try:
+        config.ppo = with_overrides(config.ppo, args.ppo)
+    except ValueError as error:
+        parser.error(f"--ppo: {error}")
     if args.pool_every:
         from srl_lab.config import PoolConfig
 

@@ -282,3 +282,28 @@ def _registry_has(name: str) -> bool:
     from srl_lab.envs import registry
 
     return registry.is_registered(name)
+
+
+def with_overrides(section: Any, assignments: list[str]) -> Any:
+    """A copy of a config dataclass (e.g. a ``PPOConfig``) with ``FIELD=VALUE`` assignments applied, each
+    value typed like the field's current one (a number where it is None); command lines use it."""
+    fields = {f.name for f in dataclasses.fields(section)}
+    changes = {}
+    for assignment in assignments:
+        name, _, text = assignment.partition("=")
+        if name not in fields or not text:
+            raise ValueError(f"{assignment!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
+        try:
+            changes[name] = _typed(text, getattr(section, name))
+        except ValueError:
+            raise ValueError(f"{assignment!r}: {name} takes a number, got {text!r}") from None
+    return dataclasses.replace(section, **changes)
+
+
+def _typed(text: str, current: Any) -> Any:
+    if isinstance(current, bool):
+        return text.lower() in ("1", "true", "yes")
+    if isinstance(current, (int, float)) or current is None:
+        number = float(text)
+        return int(number) if isinstance(current, int) or (current is None and number.is_integer()) else number
+    return text

@@ -5,7 +5,7 @@ import gymnasium as gym
 import pytest
 
 from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfig, PolicyConfig, PPOConfig,
-                            TrainerConfig)
+                            TrainerConfig, with_overrides)
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system.controller import launch
 
@@ -39,6 +39,19 @@ def test_invalid_config_names_the_field(config, field):
         config.validate()
     assert info.value.field == field
     assert str(info.value).startswith(field) and "Fix:" in str(info.value)
+
+
+def test_command_line_overrides_take_the_field_type_and_name_the_fields_on_a_typo():
+    base = PPOConfig()
+    ppo = with_overrides(base, ["epochs=2", "lr=5e-4", "norm_adv=false", "max_staleness=3", "advantage=vtrace"])
+    assert (ppo.epochs, ppo.lr, ppo.norm_adv, ppo.max_staleness, ppo.advantage) == (2, 5e-4, False, 3, "vtrace")
+    assert isinstance(ppo.epochs, int) and base.epochs == 4  # a copy: the original is untouched
+    with pytest.raises(ValueError, match="'epoch=2'.*'epochs'"):
+        with_overrides(base, ["epoch=2"])
+    with pytest.raises(ValueError, match="FIELD=VALUE"):
+        with_overrides(base, ["lr"])
+    with pytest.raises(ValueError, match="lr takes a number, got 'fast'"):
+        with_overrides(base, ["lr=fast"])
 
 
 def test_a_chunk_length_that_does_not_divide_the_fragment_suggests_one_that_does():

@@ -106,12 +106,13 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
 def test_the_policy_lag_diagnostic_trains_the_given_versions_behind(capsys):
     """With the actors 3 versions behind, the trainer's samples are about 3 versions old; with 0, under 1."""
     _load(ROOT / "benchmarks" / "hide_and_seek_policy_lag.py").main(
-        ["--size", "short", "--lags", "0", "3", "--updates", "12"])
+        ["--size", "short", "--lags", "0", "3", "--updates", "12", "--ppo", "clip_coef=0.3"])
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     now, behind = report["by_lag"]
-    assert now["updates"] == behind["updates"] == 12
+    assert now["updates"] == behind["updates"] == 12 and report["ppo_overrides"] == ["clip_coef=0.3"]
     assert now["policy_lag_mean"] < 1.0 and 2.0 <= behind["policy_lag_mean"] <= 4.0, report
-    assert all(row["approx_kl_max"] >= 0.0 and 0.0 < row["entropy_last20"] for row in report["by_lag"])
+    assert all(row["approx_kl_max"] >= 0.0 and 0.0 < row["entropy_last20"] and 0 <= row["seeker_in_room_last"] <= 1
+               for row in report["by_lag"])
 
 
 def test_gains_are_zero_when_the_trained_policy_plays_randomly():
