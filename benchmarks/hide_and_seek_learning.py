@@ -415,6 +415,7 @@ def main(argv: list[str] | None = None) -> None:
                                                         "policy worker on the GPU")
     parser.add_argument("--hidden", type=int, default=None, help="the model's dense width (default: the size's)")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width (default: the size's)")
+    parser.add_argument("--batch-steps", type=int, default=None, help="env-agent steps per update (default: the size's)")
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     args = parser.parse_args(argv)
@@ -424,6 +425,7 @@ def main(argv: list[str] | None = None) -> None:
                              "--mapping", args.mapping, "--actors", str(args.actors), "--device", args.device,
                              *(["--hidden", str(args.hidden)] if args.hidden else []),
                              *(["--embed", str(args.embed)] if args.embed else []),
+                             *(["--batch-steps", str(args.batch_steps)] if args.batch_steps else []),
                              *(["--hiders", str(args.hiders)] if args.hiders else []),
                              *(["--seekers", str(args.seekers)] if args.seekers else []),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
@@ -449,8 +451,8 @@ def main(argv: list[str] | None = None) -> None:
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
-        "size": args.size, "ppo_overrides": args.ppo, "pool_every": args.pool_every, "mapping": args.mapping,
-        "hiders": args.hiders, "seekers": args.seekers, "actors": args.actors, "device": args.device,
+        "size": args.size, "ppo_overrides": args.ppo, "batch_steps": args.batch_steps, "pool_every": args.pool_every,
+        "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers, "actors": args.actors, "device": args.device,
         "hidden": args.hidden, "embed": args.embed,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,

@@ -9,7 +9,9 @@ Each actor count launches ``showcase_config(actors=n)`` (lite 1v1 quadrant, inli
   for ``ppo.epochs`` passes); this is the figure that decides how fast the showcase learns;
 - ``produced_rows_per_s``: env-agent steps the actors stepped per second;
 - ``stale_fraction``: fragments dropped as too stale over the run's whole life (from the books
-  ``run.stop()`` closes), over fragments produced.
+  ``run.stop()`` closes), over fragments produced;
+- ``policy_lag_mean`` (per actor count): the median of the trainer's reported mean sample lag, in
+  versions between acting and training, over the windows.
 
 Before the sweep, ``env_rows_per_s`` is the raw lite env (one env group of the showcase config,
 random actions) stepped in this process, per CPU-second, so the runtime's figures can be read as a fraction of the env's ceiling on the same
@@ -53,6 +55,16 @@ def env_rows_per_s(seconds: float) -> float:
     return measure_env(config, seconds) * (config.env.kwargs["n_hiders"] + config.env.kwargs["n_seekers"])
 
 
+def median_policy_lag(records: list[dict[str, Any]], windows: list[tuple[float, float]]) -> float | None:
+    """Median over the updates reported in the windows of their samples' mean lag, in versions
+    between acting and training (what V-trace corrects; ``hide_and_seek_policy_lag.py`` measures
+    what it costs)."""
+    by_version = {r.get("version"): r["train"]["policy_lag_mean"] for r in records  # a version reports until the next
+                  if r.get("role") == "trainer" and "policy_lag_mean" in (r.get("train") or {})
+                  and windows[0][0] <= r.get("time", -1.0) <= windows[-1][1]}
+    return statistics.median(by_version.values()) if by_version else None
+
+
 def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
     from srl_lab.envs.hide_and_seek.showcase import showcase_config
     from srl_lab.system.controller import launch
@@ -73,6 +85,7 @@ def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict
         "stale_fraction": result["dropped_stale"] / max(1, result["fragments_produced"]),
         "window_trained_rows_per_s": [round(r) for r in trained],
         "updates_per_s": statistics.median(rates(series(records, "trainer", "version"), windows)),
+        "policy_lag_mean": median_policy_lag(records, windows),
         "fragments": {k: result[k] for k in ("fragments_produced", "fragments_consumed", "dropped_stale",
                                              "fragments_lost")},
         "startup_s": round(startup_s, 1),
@@ -121,6 +134,7 @@ def main() -> None:
         "trained_rows_per_s": by_actors[best]["trained_rows_per_s"], "best_actors": int(best),
         "produced_rows_per_s": {n: f["produced_rows_per_s"] for n, f in by_actors.items()},
         "stale_fraction": {n: f["stale_fraction"] for n, f in by_actors.items()},
+        "policy_lag_mean": {n: f["policy_lag_mean"] for n, f in by_actors.items()},
         "trained_rows_per_s_by_actors": {n: f["trained_rows_per_s"] for n, f in by_actors.items()},
         "env_rows_per_s": env_rate,
         "runtime": by_actors,

@@ -47,6 +47,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                              "on the CPU cores")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a PPOConfig field, e.g. --ppo epochs=2 --ppo lr=5e-4 (repeatable)")
+    parser.add_argument("--batch-steps", type=int, default=None,
+                        help="env-agent steps per update (default: the size's); see --ppo minibatch_size")
     parser.add_argument("--eval-episodes", type=int, default=200,
                         help="episodes per arm of the before/after evaluation (0: skip it)")
     return parser.parse_args(argv), parser
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                              scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
                              hidden=args.hidden, embed=args.embed, device=args.device)
+    if args.batch_steps:
+        config.trainer.batch_steps = args.batch_steps
     if args.random_opponents:
         config.env.kwargs["random_opponents"] = args.random_opponents
     try:
