@@ -337,6 +337,20 @@ hidden fraction 0.69), 0.75 locked boxes per preparation (rolling) at 3.9, then 
 room in part from minute 6 (hider_in_room 0.41-0.60) and the hidden fraction back at ~0.72-0.74.
 fort_rate 0.009 (0.017 with one door, 0.001 with two), seeker / hider gains 27.7 / 6.5.
 
+No remedy of the samples gives the lag's harm back (``hide_and_seek_policy_lag.py`` records a
+KL-targeted learning rate, V-trace without truncation and one step per update); fewer versions
+between acting and training do. Every actor holds fragments in flight, so at a fixed batch the
+lag grows with the actor count: ``hide_and_seek_throughput.py`` measured 1.46 versions at one actor
+and 6.17 at four. The recipe at four actors on 2 cores for 10 minutes each (``recipes/hide_and_seek.py
+--actors 4 --minutes 10 --eval-episodes 0``, 4.3 M env steps both): with the 12k-step batch, lag 6.2,
+the entropy down to 1.6 by minute 9 and box locking in preparation gone (0.00 from minute 8,
+seeker_in_room 0.66 at the end); with batch and minibatch four times larger (``--batch-steps 49152
+--ppo minibatch_size=12288``), lag 1.5, the entropy 6.0 at the end, 0.53 locked boxes per
+preparation and rising, seeker_in_room 0.72. The showcase config now sizes its batch and minibatch
+per actor worker launched; the throughput benchmark then measured lags of 1.41, 1.61 and 1.54 at
+one, two and four actors. Twelve GPU actors get 147k-row batches in 37k-row minibatches: not yet
+run on a GPU machine.
+
 The last stdout line is one JSON object.
 """
 from __future__ import annotations
