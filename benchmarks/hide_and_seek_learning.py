@@ -429,7 +429,8 @@ def main(argv: list[str] | None = None) -> None:
                                                         "policy worker on the GPU")
     parser.add_argument("--hidden", type=int, default=None, help="the model's dense width (default: the size's)")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width (default: the size's)")
-    parser.add_argument("--batch-steps", type=int, default=None, help="env-agent steps per update (default: the size's)")
+    parser.add_argument("--batch-steps", type=int, default=None,
+                        help="env-agent steps per update (default: the size's per actor)")
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     args = parser.parse_args(argv)

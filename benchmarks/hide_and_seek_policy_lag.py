@@ -51,7 +51,8 @@ What the lag costs is feedback: for L updates the policy keeps moving on evidenc
 its own last moves, and no correction of the samples gives it back. The remedy left is fewer
 versions between acting and training. Rows in flight grow with the actor count; at a given count,
 larger batches (and minibatches) make fewer versions of the same rows, which the last experiment
-suggests costs little per sample. Untested on a GPU machine.
+suggests costs little per sample. So ``showcase_config`` sizes its batch and minibatch per actor
+worker (``hide_and_seek_learning.py`` has the four-actor runs both ways).
 
 The last stdout line is one JSON object.
 """
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--size", default="laptop", help="showcase size (short: a CI smoke run)")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
-                        help="PPOConfig overrides, e.g. --ppo target_kl=0.01 (repeatable)")
+                        help="PPOConfig overrides, e.g. --ppo vtrace_rho_bar=100 (repeatable)")
     args = parser.parse_args(argv)
     try:
         ppo = with_overrides(showcase_config(args.size).ppo, args.ppo)
