@@ -472,9 +472,9 @@ def main(argv: list[str] | None = None) -> None:
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
-        "size": args.size, "ppo_overrides": args.ppo, "batch_steps": args.batch_steps, "pool_every": args.pool_every,
-        "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers, "actors": args.actors, "device": args.device,
-        "hidden": args.hidden, "embed": args.embed,
+        "size": args.size, "ppo_overrides": args.ppo, "batch_steps": args.batch_steps,
+        "pool_every": args.pool_every, "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers,
+        "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))

@@ -59,7 +59,8 @@ def median_policy_lag(records: list[dict[str, Any]], windows: list[tuple[float, 
     """Median over the updates reported in the windows of their samples' mean lag, in versions
     between acting and training (what V-trace corrects; ``hide_and_seek_policy_lag.py`` measures
     what it costs)."""
-    by_version = {r.get("version"): r["train"]["policy_lag_mean"] for r in records  # a version reports until the next
+    # A version's stats repeat in every report until the next update: one value per version.
+    by_version = {r.get("version"): r["train"]["policy_lag_mean"] for r in records
                   if r.get("role") == "trainer" and "policy_lag_mean" in (r.get("train") or {})
                   and windows[0][0] <= r.get("time", -1.0) <= windows[-1][1]}
     return statistics.median(by_version.values()) if by_version else None
