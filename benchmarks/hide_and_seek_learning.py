@@ -345,9 +345,9 @@ and 6.17 at four. The recipe at four actors on 2 cores for 10 minutes each (``re
 --actors 4 --minutes 10 --eval-episodes 0``, 4.3 M env steps both): with the 12k-step batch, lag 6.2,
 the entropy down to 1.6 by minute 9 and box locking in preparation gone (0.00 from minute 8,
 seeker_in_room 0.66 at the end); with batch and minibatch four times larger (``--batch-steps 49152
---ppo minibatch_size=12288``), lag 1.5, the entropy 6.0 at the end, 0.53 locked boxes per
-preparation and rising, seeker_in_room 0.72. The showcase config now sizes its batch and minibatch
-per actor worker launched; the throughput benchmark then measured lags of 1.41, 1.61 and 1.54 at
+--ppo minibatch_size=12288``; the same now: ``--ppo minibatches=1`` at four actors), lag 1.5, the entropy 6.0 at the end, 0.53 locked boxes per
+preparation and rising, seeker_in_room 0.72. The showcase config then sized its batch and minibatch
+per actor worker launched; the throughput benchmark measured lags of 1.41, 1.61 and 1.54 at
 one, two and four actors. The benchmark with it at four actors (``--actors 4``, 30 minutes, 12.1 M
 env steps, 493 updates): the lag 1.5 throughout, the largest approx_kl 0.0068, the entropy within
 4.5-7.6 from update 100 (the earlier four-actor run above collapsed at minute 24). Seekers in the
@@ -436,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hidden", type=int, default=None, help="the model's dense width (default: the size's)")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width (default: the size's)")
     parser.add_argument("--batch-steps", type=int, default=None,
-                        help="env-agent steps per update (default: the size's per actor)")
+                        help="env-agent steps per update per actor worker sending (default: the size's)")
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     args = parser.parse_args(argv)

@@ -43,7 +43,7 @@ Remedies tried at L = 12 on both seeds; none fixes it, none is shipped:
 - V-trace without its truncations (``--ppo vtrace_rho_bar=100 --ppo vtrace_c_bar=100``): the
   entropy stayed up (8.3 / 6.8) and approx_kl small (95th percentile 0.0009 / 0.015), but the
   seekers learned no more than with them (0.10 / 0.11).
-- One gradient step per update (``--ppo minibatch_size=12288``, so that 12 versions are 12 steps
+- One gradient step per update (``--ppo minibatches=1``, so that 12 versions are 12 steps
   instead of 48): seed 0 as at lag 0 (entropy 6.8, seeker_in_room 0.14), seed 1 collapsed as before
   (3.2, 0.08). At lag 0 the same change cost the seekers little (0.14 / 0.13 against 0.16 / 0.16).
 
@@ -51,8 +51,9 @@ What the lag costs is feedback: for L updates the policy keeps moving on evidenc
 its own last moves, and no correction of the samples gives it back. The remedy left is fewer
 versions between acting and training. Rows in flight grow with the actor count; at a given count,
 larger batches (and minibatches) make fewer versions of the same rows, which the last experiment
-suggests costs little per sample. So ``showcase_config`` sizes its batch and minibatch per actor
-worker (``hide_and_seek_learning.py`` has the four-actor runs both ways).
+suggests costs little per sample. So ``showcase_config`` sizes its batch per actor worker
+sending, in a fixed count of minibatches (``hide_and_seek_learning.py`` has the four-actor runs both
+ways).
 
 The last stdout line is one JSON object.
 """

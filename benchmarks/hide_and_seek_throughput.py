@@ -13,6 +13,11 @@ Each actor count launches ``showcase_config(actors=n)`` (lite 1v1 quadrant, inli
 - ``policy_lag_mean`` (per actor count): the median of the trainer's reported mean sample lag, in
   versions between acting and training, over the windows.
 
+Then ``live_scaling``: a run launched at one actor and scaled to ``--live-to`` actors (default 4) while
+it trains, as the notebook's actor control does, measured the same way after the new actors act:
+its ``policy_lag_mean`` and ``trained_rows_per_s`` with the batch per actor sending (the showcase's
+``trainer.batch_per_actor``) and with the launch's batch kept (that flag off), in the same run.
+
 Before the sweep, ``env_rows_per_s`` is the raw lite env (one env group of the showcase config,
 random actions) stepped in this process, per CPU-second, so the runtime's figures can be read as a fraction of the env's ceiling on the same
 machine in the same run.
@@ -41,7 +46,7 @@ from typing import Any
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from runtime_windows import measure_windows, rates, series  # noqa: E402
+from runtime_windows import measure_windows, rates, series, wait_for_trained_weights  # noqa: E402
 from scaling_model import measure_env  # noqa: E402
 
 ACTORS = (1, 2, 4)
@@ -94,6 +99,27 @@ def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict
     }
 
 
+def measure_live(client, actors: int, per_actor: bool, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
+    """Launch at one actor, then scale to ``actors`` live as the panel's control does, and measure
+    there; ``per_actor`` False keeps the launch's batch (``trainer.batch_per_actor`` off)."""
+    from srl_lab.envs.hide_and_seek.showcase import showcase_config
+    from srl_lab.system.controller import launch
+
+    config = showcase_config(actors=1, device=args.device)
+    config.name = f"throughput-live-{actors}"
+    config.trainer.batch_per_actor = per_actor
+    run = launch(config, client=client, run_dir=run_dir)
+    try:
+        wait_for_trained_weights(run, 1, timeout_s=300.0)
+        run.scale(actors=actors)
+        windows, records, _ = measure_windows(run, actors, args.warmup, args.window, args.windows)
+    finally:
+        run.stop()
+    return {"policy_lag_mean": median_policy_lag(records, windows),
+            "trained_rows_per_s": statistics.median(rates(series(records, "trainer", "env_steps_consumed"),
+                                                          windows))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=15.0, help="seconds per measured window")
@@ -101,6 +127,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds discarded after start-up")
     parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS))
     parser.add_argument("--device", default="cpu", help="cuda: the trainer and a policy worker on the GPU")
+    parser.add_argument("--live-to", type=int, default=4, metavar="ACTORS",
+                        help="also launch at one actor and scale to this many live, with the batch per actor "
+                             "sending and with the launch's batch (0: skip)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 windows of 4 s, 3 s warm-up")
     parser.add_argument("--run-dir", default=f"runs/bench-hns-throughput-{time.strftime('%Y%m%d-%H%M%S')}")
     args = parser.parse_args()
@@ -117,7 +146,7 @@ def main() -> None:
     env_rate = env_rows_per_s(1.0 if args.quick else 3.0)
     print(f"raw env: {env_rate:,.0f} agent rows/s", flush=True)
     gpus = gpu_slots_needed(showcase_config(device=args.device))
-    cluster = clusters.local(n_workers=max(args.actors) + 1, gpu_workers=gpus, dashboard_address=None)
+    cluster = clusters.local(n_workers=max(*args.actors, args.live_to) + 1, gpu_workers=gpus, dashboard_address=None)
     client = Client(cluster)
     by_actors: dict[str, dict[str, Any]] = {}
     try:
@@ -127,6 +156,11 @@ def main() -> None:
             print(f"{n} actor(s): trained {figures['trained_rows_per_s']:,.0f} rows/s, produced "
                   f"{figures['produced_rows_per_s']:,.0f} rows/s, stale {100 * figures['stale_fraction']:.1f}%, "
                   f"{figures['updates_per_s']:.2f} updates/s, load {figures['load_avg_1min']}", flush=True)
+        live = {mode: measure_live(client, args.live_to, mode == "per_actor", args, f"{args.run_dir}/live-{mode}")
+                for mode in ("per_actor", "fixed")} if args.live_to else {}
+        for mode, figures in live.items():
+            print(f"1 -> {args.live_to} actors live, batch {mode}: lag {figures['policy_lag_mean']}, trained "
+                  f"{figures['trained_rows_per_s']:,.0f} rows/s", flush=True)
     finally:
         client.close()
         cluster.close()
@@ -138,6 +172,9 @@ def main() -> None:
         "policy_lag_mean": {n: f["policy_lag_mean"] for n, f in by_actors.items()},
         "trained_rows_per_s_by_actors": {n: f["trained_rows_per_s"] for n, f in by_actors.items()},
         "env_rows_per_s": env_rate,
+        "live_scaling": {"to_actors": args.live_to, **{key: {mode: f[key] for mode, f in live.items()}
+                                                        for key in ("policy_lag_mean", "trained_rows_per_s")}}
+        if live else None,
         "runtime": by_actors,
         "settings": {"config": f"showcase_config(size='laptop', device={args.device!r})",
                      "window_s": args.window, "windows": args.windows, "warmup_s": args.warmup,

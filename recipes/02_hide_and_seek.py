@@ -39,7 +39,7 @@
 # `tensorboard --logdir runs` shows every run's metrics and episodes.
 
 # %% tags=["parameters"]
-ACTORS = 1  # actor worker processes (on 2 cores one actor keeps the trainer fed); the batch is sized per actor
+ACTORS = 1  # actor worker processes (on 2 cores one actor keeps the trainer fed); the batch follows the actors sending, also when changed live
 # launched, so actors added live from the panel act further behind the trainer: relaunch to keep more
 MINUTES = 30.0  # budget of the recipe and of headless runs; interactively, train until you press stop
 SIZE = "laptop"  # "cluster": 2 v 2 and the 128-wide model, for many actor cores and a GPU trainer

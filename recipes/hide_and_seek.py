@@ -48,7 +48,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a PPOConfig field, e.g. --ppo epochs=2 --ppo lr=5e-4 (repeatable)")
     parser.add_argument("--batch-steps", type=int, default=None,
-                        help="env-agent steps per update (default: the size's per actor); see --ppo minibatch_size")
+                        help="env-agent steps per update per actor worker sending (default: the size's), in as "
+                             "many minibatches (--ppo minibatches)")
     parser.add_argument("--eval-episodes", type=int, default=200,
                         help="episodes per arm of the before/after evaluation (0: skip it)")
     return parser.parse_args(argv), parser

@@ -66,6 +66,10 @@ class TrainerConfig:
     """The trainer: consumes fragments, runs the algorithm, publishes versioned weights."""
 
     batch_steps: int = 4096  # env-agent steps per training batch (split evenly over the trainers)
+    # True: batch_steps counts per actor worker. The trainer updates once it holds batch_steps times
+    # the actors that sent to it over its last two batches, so actors added or removed live (Run.scale)
+    # keep the policy lag, in versions, near one actor's (pair it with ppo.minibatches).
+    batch_per_actor: bool = False
     trainers: int = 1  # data-parallel trainer workers (torch.distributed: gloo on CPU, nccl on CUDA)
     max_version_lag: int = 2  # fragments whose oldest step is older than this are dropped (counted)
     device: str = "cpu"
@@ -84,7 +88,8 @@ class PPOConfig:
     clip_coef: float = 0.2
     dual_clip: float = 3.0  # where the advantage is negative, ratios past this give no gradient (0: off)
     epochs: int = 4
-    minibatch_size: int = 1024
+    minibatch_size: int = 1024  # rows per minibatch; 0 to split each batch into ``minibatches`` instead
+    minibatches: int = 0  # > 0: minibatches per epoch whatever the batch's size (needs minibatch_size=0)
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
@@ -175,6 +180,9 @@ class ExperimentConfig:
         _positive(self.actors.fragment_length, "actors.fragment_length", "steps per fragment, e.g. 64")
         _positive(self.trainer.batch_steps, "trainer.batch_steps", "env steps per update, e.g. 4096")
         _positive(self.trainer.trainers, "trainer.trainers", "the number of data-parallel trainers, e.g. 1")
+        if not isinstance(self.trainer.batch_per_actor, bool):
+            raise ConfigError("trainer.batch_per_actor", f"must be True or False, got {self.trainer.batch_per_actor!r}",
+                              "True sizes each batch to the actor workers sending")
         if self.policy.mapping not in ("shared", "per_team"):
             raise ConfigError("policy.mapping", f"unknown mapping {self.policy.mapping!r}",
                               "use 'shared' (one network for all agents) or 'per_team' (one per team)")
@@ -234,7 +242,14 @@ class ExperimentConfig:
 def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
     """PPO settings that cannot work, alone or together, named before launch rather than in the trainer."""
     _positive(ppo.epochs, "ppo.epochs", "passes over each batch, e.g. 4")
-    _positive(ppo.minibatch_size, "ppo.minibatch_size", "e.g. 1024")
+    for name in ("minibatch_size", "minibatches"):
+        value = getattr(ppo, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"ppo.{name}", f"must be an integer >= 0, got {value!r}", "e.g. 1024 rows, or 4 minibatches")
+    if (ppo.minibatch_size > 0) == (ppo.minibatches > 0):
+        raise ConfigError("ppo.minibatches", f"give exactly one of ppo.minibatch_size ({ppo.minibatch_size}) and "
+                          f"ppo.minibatches ({ppo.minibatches})",
+                          "set ppo.minibatch_size=0 to split each batch into ppo.minibatches, or ppo.minibatches=0")
     for name, value, low, high, hint in (
             ("lr", ppo.lr, 0.0, None, "e.g. 2.5e-4"), ("clip_coef", ppo.clip_coef, 0.0, None, "e.g. 0.2"),
             ("gamma", ppo.gamma, 0.0, 1.0, "a discount in (0, 1], e.g. 0.99"),

@@ -95,6 +95,44 @@ def test_the_learner_reports_policy_lag_against_its_own_version():
     assert learner.version == 6
 
 
+def test_a_batch_per_actor_follows_the_actors_sending_in_as_many_minibatches():
+    """Actors added live hold more rows in flight: with ``trainer.batch_per_actor`` the learner waits
+    for a batch per actor sending, and ``ppo.minibatches`` keeps the gradient steps per update, so the
+    versions between acting and training stay near one actor's. A removed actor stops counting after
+    two updates."""
+    ppo = dataclasses.replace(SMALL, epochs=1, minibatch_size=0, minibatches=2)
+    probe = Learner(ExperimentConfig(ppo=ppo))
+    rows = batch_for(probe.policy)["rewards"].size
+    learner = Learner(ExperimentConfig(ppo=ppo, trainer=TrainerConfig(batch_steps=rows, batch_per_actor=True)))
+    fragment = batch_for(learner.policy)
+
+    def send(*actors: int) -> None:
+        for actor in actors:
+            fresh = {k: np.array(v) for k, v in fragment.items()}
+            fresh["versions"] = np.full(len(fragment["rewards"]), learner.version)  # one per step
+            assert learner.offer(fresh, [], 0, actor=actor)
+
+    def adam_steps() -> int:
+        return int(next(iter(learner.algorithm.optimizer.state.values()))["step"])
+
+    send(0)
+    assert learner.ready()
+    learner.train()
+    assert (adam_steps(), learner.last_stats["actors_sending"]) == (2, 1)
+    send(1, 2)  # two actors added: their first fragments raise the target to three actors' batch
+    assert learner.batch_target() == 3 * rows and not learner.ready()
+    send(0)
+    assert learner.ready()
+    learner.train()
+    assert (adam_steps(), learner.last_stats["batch_rows"], learner.last_stats["actors_sending"]) == (4, 3 * rows, 3)
+    send(0, 0)  # actors 1 and 2 were removed: still counted while this batch fills
+    assert not learner.ready()
+    send(0)
+    learner.train()
+    send(0)
+    assert learner.batch_target() == rows and learner.ready()
+
+
 def test_an_action_the_behaviour_policy_all_but_ruled_out_leaves_the_weights_finite():
     """exp(log pi - log mu) overflows float32 past ~89: the capped log-ratio keeps the update finite."""
     policy = cartpole_policy()

@@ -33,6 +33,10 @@ def _pendulum_policy(observation_space, action_space):
     (ExperimentConfig(ppo=PPOConfig(burn_in=-1)), "ppo.burn_in"),
     (ExperimentConfig(ppo=PPOConfig(max_staleness=-1)), "ppo.max_staleness"),
     (ExperimentConfig(ppo=PPOConfig(dual_clip=1.1)), "ppo.dual_clip"),  # not past 1 + clip_coef
+    (ExperimentConfig(ppo=PPOConfig(minibatches=4)), "ppo.minibatches"),  # and minibatch_size 1024: which?
+    (ExperimentConfig(ppo=PPOConfig(minibatch_size=0)), "ppo.minibatches"),  # neither
+    (ExperimentConfig(ppo=PPOConfig(minibatch_size=-8)), "ppo.minibatch_size"),
+    (ExperimentConfig(trainer=TrainerConfig(batch_per_actor="yes")), "trainer.batch_per_actor"),
 ])
 def test_invalid_config_names_the_field(config, field):
     with pytest.raises(ConfigError) as info:

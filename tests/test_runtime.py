@@ -12,7 +12,7 @@ from distributed import Variable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig
+from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, TrainerConfig
 from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
@@ -56,21 +56,30 @@ def _running_actors(run) -> int:
     return run.status()["actors"]
 
 
+def _last_update(run) -> dict:
+    return run.metrics.train[-1] if run.metrics.train else {}
+
+
 def test_scale_actors_live_with_exact_accounting(tmp_path):
-    """Embedded cluster (no client given): 1 -> 3 actors grows the LocalCluster, then back to 1."""
-    run = launch(cartpole("inline", actors=1), run_dir=str(tmp_path))
+    """Embedded cluster (no client given): 1 -> 3 actors grows the LocalCluster, then back to 1. The
+    batch is per actor sending (``trainer.batch_per_actor``): it follows both moves."""
+    per_actor = 2048
+    run = launch(cartpole("inline", actors=1, trainer=TrainerConfig(batch_steps=per_actor, batch_per_actor=True)),
+                 run_dir=str(tmp_path))
     try:
-        wait_for(lambda: _running_actors(run) == 1 and run.status()["version"] >= 2, 120, "first updates")
+        wait_for(lambda: _running_actors(run) == 1 and _last_update(run).get("actors_sending") == 1, 120,
+                 "first updates")
+        assert _last_update(run)["batch_rows"] < 2 * per_actor
         note = run.scale(actors=3)["note"]
         assert note and "grew" in note
         wait_for(lambda: _running_actors(run) == 3, 120, "3 running actors")
-        version = run.status()["version"]
-        wait_for(lambda: run.status()["version"] >= version + 3, 120, "training with 3 actors")
+        wait_for(lambda: _last_update(run).get("actors_sending") == 3, 120, "updates on 3 actors' batches")
+        assert _last_update(run)["batch_rows"] >= 3 * per_actor
         removed = run.scale(actors=1)["removed"]
         assert removed == ["actor-1", "actor-2"]
         wait_for(lambda: _running_actors(run) == 1, 30, "1 running actor")
-        version = run.status()["version"]
-        wait_for(lambda: run.status()["version"] >= version + 2, 120, "training after scale-down")
+        wait_for(lambda: _last_update(run).get("actors_sending") == 1, 120, "training after scale-down")
+        assert _last_update(run)["batch_rows"] < 2 * per_actor
     finally:
         result = run.stop()
     assert_accounting(result)

@@ -188,13 +188,18 @@ class PPO(Algorithm):
         flat_actions = actions.reshape(-1, *actions.shape[2:])
         candidates = torch.nonzero(active).squeeze(-1)
         candidates = candidates[torch.randperm(len(candidates), device=candidates.device)]
-        mb = min(self.config.minibatch_size, len(candidates))
+        mb = min(self._minibatch_rows(len(candidates)), len(candidates))
         if mb == 0:
             return
         for start in range(0, len(candidates) - mb + 1, mb):
             idx = candidates[start:start + mb]
             logp, entropy, value = self.policy.evaluate(_take(rows, idx), flat_actions[idx])
             yield idx, torch.ones_like(logp), logp, entropy, value
+
+    def _minibatch_rows(self, rows: int) -> int:
+        """Rows per minibatch: ``minibatch_size``, or ``rows`` split into ``minibatches`` (a batch that
+        grows with the actors then keeps its count of gradient steps)."""
+        return self.config.minibatch_size or max(1, rows // self.config.minibatches)
 
     def _chunk_minibatches(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
                            active: torch.Tensor) -> Iterator[Minibatch]:
@@ -204,7 +209,7 @@ class PPO(Algorithm):
         L = cfg.chunk_length or T
         if T % L:
             raise ValueError(f"ppo.chunk_length={L} must divide the fragment length {T}")
-        per_mb = max(1, min(cfg.minibatch_size // L, B))
+        per_mb = max(1, min(self._minibatch_rows(int(active.sum())) // L, B))
         active = active.view(T, B)
         plan = []
         for start in range(0, T, L):
@@ -240,7 +245,7 @@ class PPO(Algorithm):
             return logp.cpu().numpy(), value.cpu().numpy()
         rows = tree_map(lambda x: x.reshape(T * B, *x.shape[2:]), obs)
         flat_actions = actions.reshape(T * B, *actions.shape[2:])
-        size = self.config.minibatch_size
+        size = self._minibatch_rows(T * B)
         parts = [self.policy.evaluate(_take(rows, slice(i, i + size)), flat_actions[i:i + size])
                  for i in range(0, T * B, size)]
         logp, value = (torch.cat([p[k] for p in parts]).view(T, B).cpu().numpy() for k in (0, 2))

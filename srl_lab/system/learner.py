@@ -40,9 +40,12 @@ class Learner:
         self.counters = {"fragments_received": 0, "fragments_consumed": 0, "dropped_stale": 0,
                          "env_steps_consumed": 0, "env_errors": 0}
         self.last_stats: dict[str, float] = {}
+        # actor workers heard from while filling this batch and the one before (``actors_sending``)
+        self._senders: tuple[set[int], set[int]] = (set(), set())
 
-    def offer(self, arrays: dict[str, Any], episodes: list, env_errors: int) -> bool:
-        """Take a well-formed fragment; False if it was dropped as stale (counted either way).
+    def offer(self, arrays: dict[str, Any], episodes: list, env_errors: int, actor: int = 0) -> bool:
+        """Take a well-formed fragment from actor worker ``actor``; False if it was dropped as stale
+        (counted either way).
 
         Versions newer than the learner's own come from weights of a trainer that died after its
         last checkpoint: that future was lost, so such fragments are stale too.
@@ -50,6 +53,7 @@ class Learner:
         self.counters["fragments_received"] += 1
         self.counters["env_errors"] += env_errors
         self.episodes.extend(e for e in episodes if isinstance(e, dict))
+        self._senders[0].add(actor)
         versions = arrays["versions"]
         if (self.version - int(versions.min()) > self.config.trainer.max_version_lag
                 or int(versions.max()) > self.version):
@@ -59,8 +63,19 @@ class Learner:
         self.batch_steps += arrays["rewards"].size
         return True
 
+    def actors_sending(self) -> int:
+        """Actor workers whose fragments arrived while this batch or the last one filled (at least 1):
+        one added live counts from its first fragment, one removed leaves the count two updates later."""
+        now, before = self._senders
+        return max(1, len(now | before))
+
+    def batch_target(self) -> int:
+        """Env-agent steps this learner collects before an update (``trainer.batch_per_actor``)."""
+        cfg = self.config.trainer
+        return cfg.batch_steps * self.actors_sending() if cfg.batch_per_actor else cfg.batch_steps
+
     def ready(self) -> bool:
-        return self.batch_steps >= self.config.trainer.batch_steps
+        return self.batch_steps >= self.batch_target()
 
     def train(self, fragments: int | None = None) -> None:
         """One algorithm update on the first ``fragments`` collected fragments (all by default)."""
@@ -77,7 +92,10 @@ class Learner:
         start = time.perf_counter()
         self.last_stats = self.algorithm.train(batch_fragments(fragments), version=self.version)
         self.last_stats["train_s"] = time.perf_counter() - start
+        self.last_stats["batch_rows"] = sum(f["rewards"].size for f in fragments)
+        self.last_stats["actors_sending"] = self.actors_sending()
         self.version += 1
+        self._senders = (set(), self._senders[0])
 
     def take_episodes(self) -> list[dict[str, float]]:
         episodes, self.episodes = self.episodes, []

@@ -95,7 +95,7 @@ class Trainer(Learner):
         fragments unread while they stop (they give them FLUSH_LINGER_MS), and lose them."""
         if not self.ready():
             self.receive(timeout_ms=50)
-        elif self.group is not None and self.batch_steps < 2 * self.config.trainer.batch_steps:
+        elif self.group is not None and self.batch_steps < 2 * self.batch_target():
             self.receive(timeout_ms=0)
 
     def receive(self, timeout_ms: int) -> bool:
@@ -114,7 +114,7 @@ class Trainer(Learner):
             self.receiver.refuse(f"fragment: {refused}")
             return True
         self.ledger.record(key, seq)
-        if self.offer(arrays, episodes, env_errors):
+        if self.offer(arrays, episodes, env_errors, actor=int(meta["actor"])):
             self.batch_keys.append(key)
         return True
 

@@ -17,8 +17,8 @@
 What the sizes share: the masked entity-attention policy with a separate unmasked critic (the
 spec's architecture), normalised observations and values, V-trace with the clipped ratio taken
 against the current policy, so fragments up to ``max_version_lag`` versions old are corrected
-instead of dropped, and a batch and minibatch of the size's per actor worker launched, so that the
-policy lag stays near one actor's whatever the count. Hiders start in the room, as in the original
+instead of dropped, and a batch of the size's per actor worker sending, in as many minibatches
+whatever the count, so that the policy lag stays near one actor's when actors are added live. Hiders start in the room, as in the original
 quadrant game.
 """
 from __future__ import annotations
@@ -45,17 +45,17 @@ class _Sizing:
     envs_per_group: int
     fragment_length: int
     batch_steps: int
-    minibatch_size: int
+    minibatches: int
     epochs: int
 
 
 _SIZINGS = {
     "short": _Sizing(1, 1, hidden=32, embed=16, heads=2, envs_per_group=4, fragment_length=20,
-                     batch_steps=640, minibatch_size=320, epochs=1),
+                     batch_steps=640, minibatches=2, epochs=1),
     "laptop": _Sizing(1, 1, hidden=64, embed=32, heads=4, envs_per_group=64, fragment_length=32,
-                      batch_steps=12288, minibatch_size=3072, epochs=1),
+                      batch_steps=12288, minibatches=4, epochs=1),
     "cluster": _Sizing(2, 2, hidden=128, embed=64, heads=4, envs_per_group=32, fragment_length=80,
-                       batch_steps=16384, minibatch_size=4096, epochs=2),
+                       batch_steps=16384, minibatches=4, epochs=2),
 }
 
 
@@ -74,9 +74,9 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
     hiders, seekers = hiders or s.hiders, seekers or s.seekers
     # Every actor holds fragments in flight, so with a fixed batch the versions between acting and
     # training grow with the actor count (on 2 cores, 1.5 at one actor and 6.2 at four), and at 8-12
-    # versions the policy's entropy collapses (benchmarks/hide_and_seek_policy_lag.py). A batch (and
-    # minibatch) per actor keeps the lag near one actor's. Fixed at launch: Run.scale keeps it.
-    per_actor = max(1, actors)
+    # versions the policy's entropy collapses (benchmarks/hide_and_seek_policy_lag.py). A batch per
+    # actor sending (trainer.batch_per_actor), split into a fixed count of minibatches, keeps the lag
+    # near one actor's, also when actors are added or removed live (Run.scale, the panel's control).
     model = functools.partial(EntityAttentionPolicy, hidden=hidden or s.hidden, embed=embed or s.embed,
                               heads=s.heads)
     return ExperimentConfig(
@@ -93,14 +93,14 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         # trainer has not taken blocks (and frees its core) instead of making fragments that would
         # wait many versions in a queue. Those that still wait a few versions are corrected by
         # V-trace; max_version_lag bounds the correction.
-        trainer=TrainerConfig(batch_steps=s.batch_steps * per_actor, max_version_lag=12, buffer_fragments=1,
-                              device=device),
+        trainer=TrainerConfig(batch_steps=s.batch_steps, batch_per_actor=True, max_version_lag=12,
+                              buffer_fragments=1, device=device),
         # Returns are +-1 per step (up to +-horizon): normalised values keep the critic's gradient from
         # swamping the policy's under the shared grad-norm clip.
         # gamma 0.998 as in the original: in one 30-minute self-play run each, it gave seeker / hider
         # gains of 36.1 / 20.4 points against 27.5 / 4.3 with 0.99 (benchmarks/hide_and_seek_learning.py).
         ppo=PPOConfig(lr=6e-4, gamma=0.998, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
-                      minibatch_size=s.minibatch_size * per_actor, ent_coef=0.002, vf_coef=0.5, max_grad_norm=5.0,
+                      minibatch_size=0, minibatches=s.minibatches, ent_coef=0.002, vf_coef=0.5, max_grad_norm=5.0,
                       norm_value=True, norm_obs=True, advantage="vtrace"),
         metrics_interval_s=0.5,
     )
