@@ -129,7 +129,8 @@ class Run:
         return self.workers.of_role("actor")
 
     def scale(self, actors: int) -> dict[str, Any]:
-        """Add or remove actor workers live; grows the cluster when it can and must.
+        """Add or remove actor workers live; grows the cluster when it can and must. With
+        ``trainer.batch_per_actor`` the trainer's batch follows the actors that send to it.
 
         Returns ``{"actors", "removed", "note", "slots": {"needed", "offered"}}``; the note says when
         the cluster cannot offer enough slots (the extra actors then wait for slots, never dropped).
