@@ -13,10 +13,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from typing import Any
 
 from srl_lab.config import with_overrides
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
+
+
+def _scale_step(text: str) -> tuple[float, int]:
+    """``"MINUTE:ACTORS"`` -> (minute, actors)."""
+    minute, _, actors = text.partition(":")
+    try:
+        step = float(minute), int(actors)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MINUTE:ACTORS, e.g. 1.5:4") from None
+    if step[0] < 0 or step[1] < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the minute must be >= 0 and the actors >= 1")
+    return step
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
@@ -47,6 +60,11 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                              "on the CPU cores")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a PPOConfig field, e.g. --ppo epochs=2 --ppo lr=5e-4 (repeatable)")
+    parser.add_argument("--trainer", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a TrainerConfig field, e.g. --trainer batch_per_actor=0 (repeatable)")
+    parser.add_argument("--scale", action="append", default=[], type=_scale_step, metavar="MINUTE:ACTORS",
+                        help="at that minute of training, change the actor workers to ACTORS, as the notebook's "
+                             "actor control does, e.g. --scale 1:4 (repeatable)")
     parser.add_argument("--batch-steps", type=int, default=None,
                         help="env-agent steps per update per actor worker sending (default: the size's), in as "
                              "many minibatches (--ppo minibatches)")
@@ -68,10 +86,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         config.trainer.batch_steps = args.batch_steps
     if args.random_opponents:
         config.env.kwargs["random_opponents"] = args.random_opponents
-    try:
-        config.ppo = with_overrides(config.ppo, args.ppo)
-    except ValueError as error:
-        parser.error(f"--ppo: {error}")
+    for section in ("ppo", "trainer"):
+        try:
+            setattr(config, section, with_overrides(getattr(config, section), getattr(args, section)))
+        except ValueError as error:
+            parser.error(f"--{section}: {error}")
     if args.pool_every:
         from srl_lab.config import PoolConfig
 
@@ -79,7 +98,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run = launch(config, client=args.scheduler, run_dir=args.run_dir)
     print(f"run directory: {run.run_dir}\nDask dashboard: {run.client.dashboard_link}")
     try:
-        run.wait(seconds=args.minutes * 60)
+        started = time.monotonic()
+        for minute, actors in sorted(args.scale):
+            if minute < args.minutes:
+                run.wait(seconds=max(0.0, started + 60 * minute - time.monotonic()))
+                print(f"minute {minute:g}: {actors} actor worker(s): {run.scale(actors=actors)}")
+        run.wait(seconds=max(0.0, started + 60 * args.minutes - time.monotonic()))
     finally:
         result = run.stop()
     recent = {key: run.metrics.mean_return(100, key) for key in ("hider_return", "hidden_fraction", "fort_prep")}

@@ -55,7 +55,16 @@ def test_notebook_02_and_the_recipe_train_the_showcase_config():
     assert notebook.make_config(args).to_dict() == showcase_config(actors=1).to_dict()
     recipe = _load(ROOT / "recipes" / "hide_and_seek.py")
     parsed, _ = recipe.parse_args([])
-    assert parsed.size == "laptop" and parsed.random_opponents == 0.0
+    assert parsed.size == "laptop" and parsed.random_opponents == 0.0 and parsed.scale == []
+    assert recipe.parse_args(["--scale", "1:4", "--scale", "0.5:2"])[0].scale == [(1.0, 4), (0.5, 2)]
+
+
+@pytest.mark.parametrize("bad", ["4", "1:0", "-1:2", "one:2"])
+def test_the_recipe_names_a_bad_actor_schedule(bad, capsys):
+    recipe = _load(ROOT / "recipes" / "hide_and_seek.py")
+    with pytest.raises(SystemExit):
+        recipe.parse_args([f"--scale={bad}"])
+    assert f"argument --scale: {bad!r}: " in capsys.readouterr().err
 
 
 def test_play_uses_the_same_scenes_for_every_pairing():
