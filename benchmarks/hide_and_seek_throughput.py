@@ -17,6 +17,7 @@ Then ``live_scaling``: a run launched at one actor and scaled to ``--live-to`` a
 it trains, as the notebook's actor control does, measured the same way after the new actors act:
 its ``policy_lag_mean`` and ``trained_rows_per_s`` with the batch per actor sending (the showcase's
 ``trainer.batch_per_actor``) and with the launch's batch kept (that flag off), in the same run.
+On 2 cores, 1 -> 4 actors: lag 1.54 versions with the batch per actor, 6.16 with the launch's.
 
 Before the sweep, ``env_rows_per_s`` is the raw lite env (one env group of the showcase config,
 random actions) stepped in this process, per CPU-second, so the runtime's figures can be read as a fraction of the env's ceiling on the same
