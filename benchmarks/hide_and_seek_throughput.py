@@ -15,8 +15,9 @@ Each actor count launches ``showcase_config(actors=n)`` (lite 1v1 quadrant, inli
 
 Then ``live_scaling``: a run launched at one actor and scaled to ``--live-to`` actors (default 4) while
 it trains, as the notebook's actor control does, measured the same way after the new actors act:
-its ``policy_lag_mean`` and ``trained_rows_per_s`` with the batch per actor sending (the showcase's
-``trainer.batch_per_actor``) and with the launch's batch kept (that flag off), in the same run.
+its ``policy_lag_mean``, ``trained_rows_per_s`` and ``stale_fraction`` with the batch per actor
+sending (the showcase's ``trainer.batch_per_actor``) and with the launch's batch kept (that flag
+off), in the same run.
 On 2 cores, 1 -> 4 actors: lag 1.54 versions with the batch per actor, 6.16 with the launch's.
 
 Before the sweep, ``env_rows_per_s`` is the raw lite env (one env group of the showcase config,
@@ -72,15 +73,23 @@ def median_policy_lag(records: list[dict[str, Any]], windows: list[tuple[float, 
     return statistics.median(by_version.values()) if by_version else None
 
 
-def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
+def measure(client, actors: int, args: argparse.Namespace, run_dir: str, launch_actors: int | None = None,
+            batch_per_actor: bool = True) -> dict[str, Any]:
+    """The showcase at ``actors`` actor workers. ``launch_actors`` (e.g. 1): launch with that many and
+    scale to ``actors`` live once it trains, as the panel's control does; ``batch_per_actor`` False
+    keeps the launch's batch."""
     from srl_lab.envs.hide_and_seek.showcase import showcase_config
     from srl_lab.system.controller import launch
 
-    config = showcase_config(actors=actors, device=args.device)
-    config.name = f"throughput-{actors}"
+    config = showcase_config(actors=launch_actors or actors, device=args.device)
+    config.name = f"throughput-{actors}" if launch_actors is None else f"throughput-live-{actors}"
+    config.trainer.batch_per_actor = batch_per_actor
     agents = config.env.kwargs["n_hiders"] + config.env.kwargs["n_seekers"]
     run = launch(config, client=client, run_dir=run_dir)
     try:
+        if launch_actors is not None:
+            wait_for_trained_weights(run, launch_actors, timeout_s=300.0)
+            run.scale(actors=actors)
         windows, records, startup_s = measure_windows(run, actors, args.warmup, args.window, args.windows)
     finally:
         result = run.stop()
@@ -98,27 +107,6 @@ def measure(client, actors: int, args: argparse.Namespace, run_dir: str) -> dict
         "startup_s": round(startup_s, 1),
         "load_avg_1min": round(os.getloadavg()[0], 2),
     }
-
-
-def measure_live(client, actors: int, per_actor: bool, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
-    """Launch at one actor, then scale to ``actors`` live as the panel's control does, and measure
-    there; ``per_actor`` False keeps the launch's batch (``trainer.batch_per_actor`` off)."""
-    from srl_lab.envs.hide_and_seek.showcase import showcase_config
-    from srl_lab.system.controller import launch
-
-    config = showcase_config(actors=1, device=args.device)
-    config.name = f"throughput-live-{actors}"
-    config.trainer.batch_per_actor = per_actor
-    run = launch(config, client=client, run_dir=run_dir)
-    try:
-        wait_for_trained_weights(run, 1, timeout_s=300.0)
-        run.scale(actors=actors)
-        windows, records, _ = measure_windows(run, actors, args.warmup, args.window, args.windows)
-    finally:
-        run.stop()
-    return {"policy_lag_mean": median_policy_lag(records, windows),
-            "trained_rows_per_s": statistics.median(rates(series(records, "trainer", "env_steps_consumed"),
-                                                          windows))}
 
 
 def main() -> None:
@@ -157,7 +145,8 @@ def main() -> None:
             print(f"{n} actor(s): trained {figures['trained_rows_per_s']:,.0f} rows/s, produced "
                   f"{figures['produced_rows_per_s']:,.0f} rows/s, stale {100 * figures['stale_fraction']:.1f}%, "
                   f"{figures['updates_per_s']:.2f} updates/s, load {figures['load_avg_1min']}", flush=True)
-        live = {mode: measure_live(client, args.live_to, mode == "per_actor", args, f"{args.run_dir}/live-{mode}")
+        live = {mode: measure(client, args.live_to, args, f"{args.run_dir}/live-{mode}", launch_actors=1,
+                              batch_per_actor=mode == "per_actor")
                 for mode in ("per_actor", "fixed")} if args.live_to else {}
         for mode, figures in live.items():
             print(f"1 -> {args.live_to} actors live, batch {mode}: lag {figures['policy_lag_mean']}, trained "
@@ -173,9 +162,9 @@ def main() -> None:
         "policy_lag_mean": {n: f["policy_lag_mean"] for n, f in by_actors.items()},
         "trained_rows_per_s_by_actors": {n: f["trained_rows_per_s"] for n, f in by_actors.items()},
         "env_rows_per_s": env_rate,
-        "live_scaling": {"to_actors": args.live_to, **{key: {mode: f[key] for mode, f in live.items()}
-                                                        for key in ("policy_lag_mean", "trained_rows_per_s")}}
-        if live else None,
+        "live_scaling": {"to_actors": args.live_to, **{
+            key: {mode: f[key] for mode, f in live.items()}
+            for key in ("policy_lag_mean", "trained_rows_per_s", "stale_fraction")}} if live else None,
         "runtime": by_actors,
         "settings": {"config": f"showcase_config(size='laptop', device={args.device!r})",
                      "window_s": args.window, "windows": args.windows, "warmup_s": args.warmup,
