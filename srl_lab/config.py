@@ -65,7 +65,7 @@ class InferenceConfig:
 class TrainerConfig:
     """The trainer: consumes fragments, runs the algorithm, publishes versioned weights."""
 
-    batch_steps: int = 4096  # env-agent steps per training batch (split evenly over the trainers)
+    batch_steps: int = 4096  # env-agent steps per training batch, split evenly over the trainers
     # True: batch_steps counts per actor worker. The trainer updates once it holds batch_steps times
     # the actors that sent to it over its last two batches, so actors added or removed live (Run.scale)
     # keep the policy lag, in versions, near one actor's (pair it with ppo.minibatches).
@@ -187,9 +187,13 @@ class ExperimentConfig:
             raise ConfigError("policy.mapping", f"unknown mapping {self.policy.mapping!r}",
                               "use 'shared' (one network for all agents) or 'per_team' (one per team)")
         _check_ppo(self.ppo, self.actors.fragment_length)
-        from srl_lab.policies import check_policies
+        from srl_lab.policies import check_policies, most_trainers
 
         check_policies(self)
+        if self.actors.workers < most_trainers(self):
+            raise ConfigError("actors.workers", f"{self.actors.workers} actor worker(s) cannot feed {most_trainers(self)} "
+                              "data-parallel trainers (actor i feeds trainer i % trainers; one without actors never "
+                              "fills a batch)", f"use at least {most_trainers(self)} actor workers, or fewer trainers")
         if self.trainer.max_version_lag < 0:
             raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
                               "use 0 for strictly on-policy samples or a small positive lag")

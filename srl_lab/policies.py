@@ -63,6 +63,12 @@ def trainer_slots(config: ExperimentConfig) -> list[tuple[str, int]]:
     return [(name, rank) for name in policy_ids(config) for rank in range(for_policy(config, name).trainer.trainers)]
 
 
+def most_trainers(config: ExperimentConfig) -> int:
+    """The largest data-parallel trainer group of any policy: actor ``i`` feeds rank ``i % trainers``,
+    so fewer actor workers than this leave a rank that never fills a batch, and every rank waits on it."""
+    return max(for_policy(config, name).trainer.trainers for name in policy_ids(config))
+
+
 def policy_worker_slots(config: ExperimentConfig) -> list[tuple[str, int]]:
     """``(policy, index)`` of every policy worker (remote inference: each policy has its own)."""
     if config.inference.mode != "remote":

@@ -16,6 +16,7 @@ from srl_lab.presets import fast_cartpole
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
 from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken, collective
+from srl_lab.system.learner import Learner
 from srl_lab.policies import service
 from srl_lab.system.sample_stream import trainer_of_actor
 from runs import wait_for
@@ -28,9 +29,18 @@ def test_actors_are_split_evenly_over_the_trainers():
     assert [service("samples", "default", r) for r in range(3)] == ["samples", "samples-1", "samples-2"]
 
 
-def test_trainer_count_must_be_positive():
+def test_trainer_count_must_be_positive_and_every_rank_needs_an_actor():
     with pytest.raises(ConfigError, match="trainer.trainers"):
         ExperimentConfig(trainer=TrainerConfig(trainers=0)).validate()
+    # actor i feeds rank i % trainers: with fewer actors a rank never fills a batch and the group waits
+    with pytest.raises(ConfigError, match="actors.workers.*cannot feed 2 data-parallel trainers"):
+        ExperimentConfig(actors=ActorConfig(workers=1), trainer=TrainerConfig(trainers=2)).validate()
+
+
+def test_each_rank_waits_for_its_share_of_the_batch():
+    """The ranks average their gradients, so an update trains on ``batch_steps`` rows in all, not per rank."""
+    config = ExperimentConfig(actors=ActorConfig(workers=3), trainer=TrainerConfig(trainers=2, batch_steps=1001))
+    assert Learner(config).batch_target() == 501
 
 
 def test_a_failed_collective_is_a_broken_group_with_its_cause_chained():
@@ -99,6 +109,9 @@ def test_two_data_parallel_trainers_solve_cartpole_with_identical_weights(tmp_pa
         status = run.wait(target_return=SOLVED, seconds=420, progress=False)
         roles = sorted(w["worker"] for w in status["workers"] if w["role"] == "trainer")
         assert roles == ["trainer-0", "trainer-1"]
+        with pytest.raises(ConfigError, match="cannot feed 2 data-parallel trainers"):
+            run.scale(actors=1)  # trainer-1 would be left without samples
+        assert len(run.actors) == 2
     finally:
         result = run.stop()
     assert status["mean_return_last_20"] >= SOLVED, (status, result)
