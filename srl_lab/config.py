@@ -65,7 +65,7 @@ class InferenceConfig:
 class TrainerConfig:
     """The trainer: consumes fragments, runs the algorithm, publishes versioned weights."""
 
-    batch_steps: int = 4096  # env-agent steps per training batch, split evenly over the trainers
+    batch_steps: int = 4096  # env-agent steps per training batch, per data-parallel trainer
     # True: batch_steps counts per actor worker. The trainer updates once it holds batch_steps times
     # the actors that sent to it over its last two batches, so actors added or removed live (Run.scale)
     # keep the policy lag, in versions, near one actor's (pair it with ppo.minibatches).

@@ -70,11 +70,11 @@ class Learner:
         return max(1, len(now | before))
 
     def batch_target(self) -> int:
-        """Env-agent steps this learner collects before an update: ``trainer.batch_steps`` per actor
-        sending to it (``trainer.batch_per_actor``; each data-parallel rank hears its own actors),
-        else its share of ``batch_steps`` (the ranks' gradients are averaged over one batch)."""
+        """Env-agent steps this learner collects before an update: ``trainer.batch_steps``, or that
+        per actor sending to it (``trainer.batch_per_actor``). Each data-parallel rank collects its
+        own, as each process of torch's DistributedDataParallel takes its own batch."""
         cfg = self.config.trainer
-        return cfg.batch_steps * self.actors_sending() if cfg.batch_per_actor else -(-cfg.batch_steps // cfg.trainers)
+        return cfg.batch_steps * self.actors_sending() if cfg.batch_per_actor else cfg.batch_steps
 
     def ready(self) -> bool:
         return self.batch_steps >= self.batch_target()
