@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="env-agent steps per update per actor worker sending (default: the size's)")
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
+    parser.add_argument("--recurrent", action="store_true", help="the recipe's --recurrent: the spec's LSTM")
     args = parser.parse_args(argv)
 
     result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
                              *(["--batch-steps", str(args.batch_steps)] if args.batch_steps else []),
                              *(["--hiders", str(args.hiders)] if args.hiders else []),
                              *(["--seekers", str(args.seekers)] if args.seekers else []),
+                             *(["--recurrent"] if args.recurrent else []),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
                              *(arg for assignment in args.ppo for arg in ("--ppo", assignment))])
     run, evaluation = result.pop("run"), result.pop("evaluation")
@@ -153,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
         "size": args.size, "ppo_overrides": args.ppo, "batch_steps": args.batch_steps,
         "pool_every": args.pool_every, "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers,
         "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed,
+        "recurrent": args.recurrent,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))

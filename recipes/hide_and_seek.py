@@ -55,6 +55,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                              "plays a past version drawn uniformly (default 0: always the latest)")
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
+    parser.add_argument("--recurrent", action="store_true", help="add the spec's LSTM (BPTT chunks of up to 10 steps)")
     parser.add_argument("--device", default="cpu",
                         help="where the trainer and a policy worker run: cpu (inline inference) or cuda; actors stay "
                              "on the CPU cores")
@@ -81,7 +82,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                              scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
-                             hidden=args.hidden, embed=args.embed, device=args.device)
+                             hidden=args.hidden, embed=args.embed, device=args.device,
+                             recurrent=args.recurrent)
     if args.batch_steps:
         config.trainer.batch_steps = args.batch_steps
     if args.random_opponents:

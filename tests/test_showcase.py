@@ -26,6 +26,8 @@ def test_every_size_is_a_valid_self_play_config(size):
     assert config.actors.workers == 2
     assert config.env.kwargs.get("random_opponents", 0.0) == 0.0  # self-play only
     assert config.ppo.advantage == "vtrace" and config.trainer.max_version_lag >= 1
+    recurrent = showcase_config(size, actors=2, recurrent=True).validate()  # chunks divide the fragments
+    assert recurrent.policy.factory.keywords["recurrent"] and 5 <= recurrent.ppo.chunk_length <= 10
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -147,3 +149,33 @@ def test_gains_are_zero_when_the_trained_policy_plays_randomly():
     policy = EntityAttentionPolicy(env.observation_space, env.action_space, hidden=16, embed=8, heads=2)
     result = gains(policy, 64, seed=1, n_hiders=1, n_seekers=1)  # small-scale head init: ~uniform actions
     assert abs(result["seeker_gain_pts"]) < 10 and abs(result["hider_gain_pts"]) < 10, result
+
+
+def test_a_recurrent_policy_plays_both_teams_once_per_step_with_its_state_reset_per_episode():
+    """One act per step for a policy that plays both teams (two would advance its LSTM twice), the
+    state carried from step to step and zero on every episode's first step."""
+    import torch
+
+    from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
+    from srl_lab.models.entity_attention import EntityAttentionPolicy
+
+    torch.manual_seed(0)
+    env = HideAndSeekLite(1, n_hiders=1, n_seekers=1)
+    policy = EntityAttentionPolicy(env.observation_space, env.action_space, hidden=16, embed=8, heads=2,
+                                   recurrent=True)
+    calls: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (first step?, state in, state out)
+    act = policy.act
+
+    def recording_act(obs, state=None):
+        result = act(obs, state)
+        calls.append((obs["observation_self"][:, 9] == 0, state.clone(), result.state))
+        return result
+
+    policy.act = recording_act
+    fraction = play(policy, policy, 8, seed=2, num_envs=4, n_hiders=1, n_seekers=1)
+    assert 0.0 <= fraction <= 1.0
+    assert len(calls) == 2 * 80  # two rounds of 4 envs' 80-step episodes, one act each step
+    for (first, state, _), (_, _, before) in zip(calls[1:], calls[:-1]):
+        assert first.all() or not first.any()  # the envs' episodes end together
+        assert torch.equal(state[~first], before[~first]) and not state[first].any()
+    assert sum(bool(first.all()) for first, _, _ in calls) == 2

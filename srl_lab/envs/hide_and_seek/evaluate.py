@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import torch
 
 from srl_lab.api.policy import Policy, obs_to_tensor
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
@@ -22,7 +23,8 @@ def play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int =
     """Mean ``hidden_fraction`` over ``episodes`` episodes of ``hider`` against ``seeker``.
 
     Each team is played by its policy (sampling its actions), or by uniform random actions where it is
-    None. The same seed gives the same scenes to every pairing.
+    None. A recurrent policy keeps its state per row, zeroed where an episode ends. The same seed
+    gives the same scenes to every pairing.
     """
     # This function decides who plays randomly: a training-time opponent mix does not apply.
     env = HideAndSeekLite(num_envs, seed=seed, **{**env_kwargs, "random_opponents": 0.0})
@@ -31,18 +33,24 @@ def play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int =
     rng = np.random.default_rng(seed)
     nvec = np.asarray(env.action_space.nvec)
     obs = env.reset(seed=seed)
+    states = {id(p): p.initial_state(num_envs * n_agents) for p, _ in teams if p is not None and p.recurrent}
     fractions: list[float] = []
     while len(fractions) < episodes:
         actions = (rng.random((num_envs, n_agents, len(nvec))) * nvec).astype(np.int64)
-        rows = None
+        chosen: dict[int, np.ndarray] = {}  # one step per policy, also where it plays both teams
         for policy, team_rows in teams:
             if policy is None:
                 continue
-            if rows is None:
-                rows = obs_to_tensor(flatten_rows(obs, num_envs * n_agents))
-            chosen = policy.act(rows).actions
-            actions[:, team_rows] = chosen.numpy().reshape(num_envs, n_agents, -1)[:, team_rows]
+            if id(policy) not in chosen:
+                act = policy.act(obs_to_tensor(flatten_rows(obs, num_envs * n_agents)), states.get(id(policy)))
+                chosen[id(policy)] = act.actions.numpy().reshape(num_envs, n_agents, -1)
+                if act.state is not None:
+                    states[id(policy)] = act.state
+            actions[:, team_rows] = chosen[id(policy)][:, team_rows]
         result = env.step(actions)
+        ended = np.repeat(result.terminated | result.truncated, n_agents)
+        for state in states.values():
+            state[torch.from_numpy(ended)] = 0.0
         fractions.extend(e["hidden_fraction"] for e in result.episodes)
         obs = result.obs
     env.close()

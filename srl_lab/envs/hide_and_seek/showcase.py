@@ -62,11 +62,13 @@ _SIZINGS = {
 def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | None = None,
                     seekers: int | None = None, scenario: str = "quadrant", hider_spawn: str = "room",
                     mapping: str = "shared", hidden: int | None = None, embed: int | None = None,
-                    device: str = "cpu") -> ExperimentConfig:
+                    device: str = "cpu", recurrent: bool = False) -> ExperimentConfig:
     """The hide-and-seek experiment at ``size`` (see the module docstring); keywords override it.
 
     ``device="cuda"`` puts the trainer and one policy worker on the GPU: actors, on the CPU cores,
     only step envs and send observations for batched inference, instead of running the network inline.
+    ``recurrent=True`` adds the spec's LSTM after the dense layer (in the policy and the critic),
+    trained in BPTT chunks of up to 10 steps as in the original.
     """
     if size not in _SIZINGS:
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
@@ -78,7 +80,8 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
     # actor sending (trainer.batch_per_actor), split into a fixed count of minibatches, keeps the lag
     # near one actor's, also when actors are added or removed live (Run.scale, the panel's control).
     model = functools.partial(EntityAttentionPolicy, hidden=hidden or s.hidden, embed=embed or s.embed,
-                              heads=s.heads)
+                              heads=s.heads, recurrent=recurrent)
+    chunk = max(d for d in range(1, 11) if s.fragment_length % d == 0) if recurrent else 0
     return ExperimentConfig(
         name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
         env=EnvConfig(id="hide_and_seek_lite",
@@ -100,7 +103,8 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         # gamma 0.998 as in the original: in one 30-minute self-play run each, it gave seeker / hider
         # gains of 36.1 / 20.4 points against 27.5 / 4.3 with 0.99 (benchmarks/hide_and_seek_learning.py).
         ppo=PPOConfig(lr=6e-4, gamma=0.998, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
-                      minibatch_size=0, minibatches=s.minibatches, ent_coef=0.002, vf_coef=0.5, max_grad_norm=5.0,
+                      minibatch_size=0, minibatches=s.minibatches, chunk_length=chunk, ent_coef=0.002, vf_coef=0.5,
+                      max_grad_norm=5.0,
                       norm_value=True, norm_obs=True, advantage="vtrace"),
         metrics_interval_s=0.5,
     )
