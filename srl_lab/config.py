@@ -190,10 +190,10 @@ class ExperimentConfig:
         from srl_lab.policies import check_policies, most_trainers
 
         check_policies(self)
-        if self.actors.workers < most_trainers(self):
-            raise ConfigError("actors.workers", f"{self.actors.workers} actor worker(s) cannot feed {most_trainers(self)} "
+        if self.actors.workers < (trainers := most_trainers(self)):
+            raise ConfigError("actors.workers", f"{self.actors.workers} actor worker(s) cannot feed {trainers} "
                               "data-parallel trainers (actor i feeds trainer i % trainers; one without actors never "
-                              "fills a batch)", f"use at least {most_trainers(self)} actor workers, or fewer trainers")
+                              "fills a batch)", f"use at least {trainers} actor workers, or fewer trainers")
         if self.trainer.max_version_lag < 0:
             raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
                               "use 0 for strictly on-policy samples or a small positive lag")

@@ -137,10 +137,9 @@ class Run:
         """
         if not isinstance(actors, int) or actors < 1:
             raise ConfigError("actors", f"must be a positive integer, got {actors!r}", "pass actors=1 or more")
-        if actors < most_trainers(self.config):
-            raise ConfigError("actors", f"{actors} actor worker(s) cannot feed {most_trainers(self.config)} data-parallel "
-                              "trainers (one without actors never fills a batch)",
-                              f"pass actors={most_trainers(self.config)} or more")
+        if actors < (trainers := most_trainers(self.config)):
+            raise ConfigError("actors", f"{actors} actor worker(s) cannot feed {trainers} data-parallel trainers "
+                              "(one without actors never fills a batch)", f"pass actors={trainers} or more")
         with self.workers.lock:
             running = self.actors
             for _ in range(actors - len(running)):

@@ -103,8 +103,7 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         # gamma 0.998 as in the original: in one 30-minute self-play run each, it gave seeker / hider
         # gains of 36.1 / 20.4 points against 27.5 / 4.3 with 0.99 (benchmarks/hide_and_seek_learning.py).
         ppo=PPOConfig(lr=6e-4, gamma=0.998, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
-                      minibatch_size=0, minibatches=s.minibatches, chunk_length=chunk, ent_coef=0.002, vf_coef=0.5,
-                      max_grad_norm=5.0,
-                      norm_value=True, norm_obs=True, advantage="vtrace"),
+                      minibatch_size=0, minibatches=s.minibatches, chunk_length=chunk, ent_coef=0.002,
+                      vf_coef=0.5, max_grad_norm=5.0, norm_value=True, norm_obs=True, advantage="vtrace"),
         metrics_interval_s=0.5,
     )
