@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--run-dir", default=f"runs/bench-hide-and-seek-{time.strftime('%Y%m%d-%H%M%S')}")
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (default: embedded cluster)")
     parser.add_argument("--ppo", action="append", default=[], metavar="FIELD=VALUE", help="PPOConfig overrides")
+    parser.add_argument("--trainer", action="append", default=[], metavar="FIELD=VALUE", help="TrainerConfig overrides")
     parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
                         help="also play past versions of the policy, every N-th kept (0: only the latest)")
     parser.add_argument("--mapping", default="shared", help="the recipe's --mapping (it checks the value)")
@@ -130,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
                              *(["--seekers", str(args.seekers)] if args.seekers else []),
                              *(["--recurrent"] if args.recurrent else []),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
-                             *(arg for assignment in args.ppo for arg in ("--ppo", assignment))])
+                             *(arg for assignment in args.ppo for arg in ("--ppo", assignment)),
+                             *(arg for assignment in args.trainer for arg in ("--trainer", assignment))])
     run, evaluation = result.pop("run"), result.pop("evaluation")
     episodes = list(run.metrics.episodes)
     episode_times = [e["time"] for e in episodes if e.get("time") is not None]
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
-        "size": args.size, "ppo_overrides": args.ppo, "batch_steps": args.batch_steps,
+        "size": args.size, "ppo_overrides": args.ppo, "trainer_overrides": args.trainer, "batch_steps": args.batch_steps,
         "pool_every": args.pool_every, "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers,
         "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed,
         "recurrent": args.recurrent,

@@ -95,7 +95,8 @@ def test_milestone_times_come_from_the_rolling_mean():
 def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
     bench.main(["--size", "short", "--minutes", "0.3", "--episodes", "8", "--window", "5", "--hidden", "24",
-                "--run-dir", str(tmp_path / "run"), "--scheduler", dask_client.scheduler.address])
+                "--trainer", "checkpoint_keep=3", "--run-dir", str(tmp_path / "run"),
+                "--scheduler", dask_client.scheduler.address])
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["updates"] >= 1 and report["env_steps"] > 0
     assert (report["hidden"], report["embed"], report["device"]) == (24, None, "cpu")
@@ -113,6 +114,7 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     fort_payoff = _load(ROOT / "benchmarks" / "hide_and_seek_fort_payoff.py")
     *_, config = fort_payoff.trained_policy(str(tmp_path / "run"), None)
     assert config.policy.factory.keywords["hidden"] == 24  # --hidden reached the trained model
+    assert config.trainer.checkpoint_keep == 3 and report["trainer_overrides"] == ["checkpoint_keep=3"]
     fort_payoff.main(["--run-dir", str(tmp_path / "run"), "--envs", "32"])
     payoff = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert payoff["hidden_fraction"]["fort/still_hider"] == 1.0, payoff
