@@ -187,13 +187,10 @@ class ExperimentConfig:
             raise ConfigError("policy.mapping", f"unknown mapping {self.policy.mapping!r}",
                               "use 'shared' (one network for all agents) or 'per_team' (one per team)")
         _check_ppo(self.ppo, self.actors.fragment_length)
-        from srl_lab.policies import check_policies, most_trainers
+        from srl_lab.policies import check_policies
 
         check_policies(self)
-        if self.actors.workers < (trainers := most_trainers(self)):
-            raise ConfigError("actors.workers", f"{self.actors.workers} actor worker(s) cannot feed {trainers} "
-                              "data-parallel trainers (actor i feeds trainer i % trainers; one without actors never "
-                              "fills a batch)", f"use at least {trainers} actor workers, or fewer trainers")
+        check_actors_feed_trainers(self, self.actors.workers, "actors.workers")
         if self.trainer.max_version_lag < 0:
             raise ConfigError("trainer.max_version_lag", f"must be >= 0, got {self.trainer.max_version_lag}",
                               "use 0 for strictly on-policy samples or a small positive lag")
@@ -282,8 +279,24 @@ def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
     if ppo.chunk_length and fragment_length % ppo.chunk_length:
         raise ConfigError("ppo.chunk_length", f"{ppo.chunk_length} does not divide actors.fragment_length "
                           f"{fragment_length}: fragments are cut into whole chunks",
-                          f"use a divisor of {fragment_length}, e.g. "
-                          f"{max(d for d in range(1, ppo.chunk_length + 1) if fragment_length % d == 0)}, or 0")
+                          f"use a divisor of {fragment_length}, e.g. {whole_chunk_length(fragment_length, ppo.chunk_length)}, "
+                          "or 0")
+
+
+def whole_chunk_length(fragment_length: int, at_most: int) -> int:
+    """The longest BPTT chunk, up to ``at_most`` steps, that cuts a fragment into whole chunks."""
+    return max(d for d in range(1, at_most + 1) if fragment_length % d == 0)
+
+
+def check_actors_feed_trainers(config: "ExperimentConfig", actors: int, field: str) -> None:
+    """``ConfigError`` naming ``field`` when ``actors`` actor workers leave a data-parallel trainer
+    without samples: actor i feeds rank i % trainers, and every rank waits for the others' batches."""
+    from srl_lab.policies import most_trainers
+
+    if actors < (trainers := most_trainers(config)):
+        raise ConfigError(field, f"{actors} actor worker(s) cannot feed {trainers} data-parallel trainers "
+                          "(actor i feeds trainer i % trainers; one without actors never fills a batch)",
+                          f"use at least {trainers} actor workers, or fewer trainers")
 
 
 def _get(obj: Any, dotted: str) -> Any:

@@ -25,10 +25,10 @@ from typing import Any, Callable
 from distributed import Client, Event
 
 from srl_lab import cluster as clusters
-from srl_lab.config import ConfigError, ExperimentConfig
+from srl_lab.config import ConfigError, ExperimentConfig, check_actors_feed_trainers
 from srl_lab.curves import save_png
 from srl_lab.system import codec, run_directory, shutdown
-from srl_lab.policies import is_multi_policy, most_trainers, policy_worker_slots, return_key, trainer_slots
+from srl_lab.policies import is_multi_policy, policy_worker_slots, return_key, trainer_slots
 from srl_lab.system.actor_worker import actor_worker
 from srl_lab.system.control import (
     flag_name, heartbeat_topic, metrics_topic, publish_placeholders, request_checkpoint,
@@ -137,9 +137,7 @@ class Run:
         """
         if not isinstance(actors, int) or actors < 1:
             raise ConfigError("actors", f"must be a positive integer, got {actors!r}", "pass actors=1 or more")
-        if actors < (trainers := most_trainers(self.config)):
-            raise ConfigError("actors", f"{actors} actor worker(s) cannot feed {trainers} data-parallel trainers "
-                              "(one without actors never fills a batch)", f"pass actors={trainers} or more")
+        check_actors_feed_trainers(self.config, actors, "actors")
         with self.workers.lock:
             running = self.actors
             for _ in range(actors - len(running)):

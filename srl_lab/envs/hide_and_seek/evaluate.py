@@ -37,20 +37,23 @@ def play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int =
     fractions: list[float] = []
     while len(fractions) < episodes:
         actions = (rng.random((num_envs, n_agents, len(nvec))) * nvec).astype(np.int64)
+        rows = None
         chosen: dict[int, np.ndarray] = {}  # one step per policy, also where it plays both teams
         for policy, team_rows in teams:
             if policy is None:
                 continue
             if id(policy) not in chosen:
-                act = policy.act(obs_to_tensor(flatten_rows(obs, num_envs * n_agents)), states.get(id(policy)))
+                if rows is None:
+                    rows = obs_to_tensor(flatten_rows(obs, num_envs * n_agents))
+                act = policy.act(rows, states.get(id(policy)))
                 chosen[id(policy)] = act.actions.numpy().reshape(num_envs, n_agents, -1)
                 if act.state is not None:
                     states[id(policy)] = act.state
             actions[:, team_rows] = chosen[id(policy)][:, team_rows]
         result = env.step(actions)
-        ended = np.repeat(result.terminated | result.truncated, n_agents)
+        ended = torch.from_numpy(np.repeat(result.terminated | result.truncated, n_agents))
         for state in states.values():
-            state[torch.from_numpy(ended)] = 0.0
+            state[ended] = 0.0
         fractions.extend(e["hidden_fraction"] for e in result.episodes)
         obs = result.obs
     env.close()

@@ -28,7 +28,7 @@ import functools
 from typing import Literal
 
 from srl_lab.config import (ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig,
-                            PPOConfig, TrainerConfig)
+                            PPOConfig, TrainerConfig, whole_chunk_length)
 from srl_lab.models.entity_attention import EntityAttentionPolicy
 
 Size = Literal["short", "laptop", "cluster"]
@@ -81,7 +81,7 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
     # near one actor's, also when actors are added or removed live (Run.scale, the panel's control).
     model = functools.partial(EntityAttentionPolicy, hidden=hidden or s.hidden, embed=embed or s.embed,
                               heads=s.heads, recurrent=recurrent)
-    chunk = max(d for d in range(1, 11) if s.fragment_length % d == 0) if recurrent else 0
+    chunk = whole_chunk_length(s.fragment_length, 10) if recurrent else 0
     return ExperimentConfig(
         name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
         env=EnvConfig(id="hide_and_seek_lite",
