@@ -260,6 +260,20 @@ def test_recurrent_batch_carries_states_for_chunks():
                           "trunc_values", "last_value", "versions"}
 
 
+def test_vtrace_chunks_start_from_the_states_of_the_proximal_pass():
+    """A recurrent batch acted by other weights: its stored states are stale. The clipped ratio is
+    taken against the proximal pass's log-probs, so the chunks trained on must start from that pass's
+    states; the ratio is then exactly 1 before the first step, wherever a chunk starts."""
+    policy = cartpole_policy(recurrent=True)
+    batch = batch_for(policy, steps=16)
+    with torch.no_grad():
+        for parameter in policy.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))  # the trainer's weights moved on since acting
+    config = dataclasses.replace(SMALL, advantage="vtrace", chunk_length=4, epochs=1, lr=0.0)
+    stats = PPO(policy, config).train(batch, version=0)
+    assert stats["approx_kl"] < 1e-9 and stats["clip_frac"] == 0.0, stats
+
+
 def _benchmark(name: str):
     path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)

@@ -33,7 +33,11 @@ along: it is counted in ``nonfinite_steps`` and the weights stay as they were.
 Recurrent policies (``policy.recurrent``) need the batch key ``states`` ``[T, B, ...]``: the
 policy state before each step. Fragments are cut into chunks of ``chunk_length`` steps; a chunk
 starts from its stored state, first replayed over the ``burn_in`` steps before it without gradient
-(so stale stored states are refreshed by the current weights), then trained on with BPTT.
+(so stale stored states are refreshed by the current weights), then trained on with BPTT. With
+V-trace the proximal pass unrolls whole fragments chunk by chunk and the chunks then start from the
+states it reached (no burn-in needed): the ratio's numerator and denominator come from the same
+state, so it is exactly 1 before the first step. From the actors' stored states instead, a state the
+acting weights made would differ from the proximal pass's, and rows would start off the clip.
 """
 from __future__ import annotations
 
@@ -105,7 +109,7 @@ class PPO(Algorithm):
                                             ("values", "trunc_values", "last_value"))
         ratio_base = batch["logp"]  # the policy the clipped ratio is measured from
         if cfg.advantage == "vtrace":
-            logp_now, values_now = self._evaluate_everything(obs, actions, states, first)
+            logp_now, values_now, states = self._evaluate_everything(obs, actions, states, first)
             ratio_base = logp_now
             values = self._denormalize(values_now)
             advantages, returns = vtrace(batch["rewards"], values, batch["terminated"], batch["truncated"],
@@ -131,6 +135,7 @@ class PPO(Algorithm):
         happened = (torch.ones(n, dtype=torch.bool, device=dev) if valid is None
                     else torch.as_tensor(valid.reshape(n), device=dev))
 
+        burn_in = 0 if cfg.advantage == "vtrace" else cfg.burn_in  # V-trace's pass refreshed the chunks' states
         stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
                                                          "clip_frac", "dual_clip_frac")}
         samples_used = nonfinite_steps = 0
@@ -138,7 +143,7 @@ class PPO(Algorithm):
             active = happened & (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
                                  else True)
             samples_used += int(active.sum())
-            minibatches = (self._chunk_minibatches(obs, actions, states, first, active) if self.recurrent
+            minibatches = (self._chunk_minibatches(obs, actions, states, first, active, burn_in) if self.recurrent
                            else self._row_minibatches(obs, actions, active))
             for idx, weight, logp, entropy, value in minibatches:
                 log_ratio = (logp - flat["old_logp"][idx]).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
@@ -202,7 +207,7 @@ class PPO(Algorithm):
         return self.config.minibatch_size or max(1, rows // self.config.minibatches)
 
     def _chunk_minibatches(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
-                           active: torch.Tensor) -> Iterator[Minibatch]:
+                           active: torch.Tensor, burn_in: int) -> Iterator[Minibatch]:
         """Recurrent: shuffled chunks ``[L, columns]``; each minibatch's chunks share a start step."""
         cfg = self.config
         T, B = first.shape
@@ -218,15 +223,16 @@ class PPO(Algorithm):
             plan += [(start, columns[i:i + per_mb]) for i in range(0, len(columns), per_mb)]
         for k in torch.randperm(len(plan)).tolist():
             start, cols = plan[k]
-            logp, entropy, value = self._unroll(obs, actions, states, first, start, start + L, cols)
+            logp, entropy, value = self._unroll(obs, actions, states, first, start, start + L, cols, burn_in)
             steps = torch.arange(start, start + L, device=cols.device)
             idx = (steps[:, None] * B + cols[None, :]).reshape(-1)
             yield idx, active.reshape(-1)[idx].float(), logp.reshape(-1), entropy.reshape(-1), value.reshape(-1)
 
     def _unroll(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
-                start: int, stop: int, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                start: int, stop: int, cols: torch.Tensor, burn_in: int
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(logp, entropy, value)`` ``[stop - start, len(cols)]``, from the stored state ``burn_in`` steps back."""
-        warm = max(0, start - self.config.burn_in)
+        warm = max(0, start - burn_in)
         state = states[warm, cols]
         if warm < start:
             with torch.no_grad():
@@ -237,19 +243,28 @@ class PPO(Algorithm):
 
     @torch.no_grad()
     def _evaluate_everything(self, obs: Any, actions: torch.Tensor, states: torch.Tensor | None,
-                             first: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """Current ``(log_probs, values)`` ``[T, B]`` of the whole batch, for V-trace."""
+                             first: torch.Tensor) -> tuple[np.ndarray, np.ndarray, torch.Tensor | None]:
+        """Current ``(log_probs, values)`` ``[T, B]`` of the whole batch, for V-trace, and ``states`` with
+        each chunk's first step replaced by the state the current weights reach there (recurrent)."""
         T, B = first.shape
-        if self.recurrent:  # whole fragments from their first stored state
-            logp, _, value = self._unroll(obs, actions, states, first, 0, T, torch.arange(B, device=first.device))
-            return logp.cpu().numpy(), value.cpu().numpy()
+        if self.recurrent:  # whole fragments from their first stored state, a chunk at a time
+            L = self.config.chunk_length or T
+            states, state = states.clone(), states[0]
+            logps, values = [], []
+            for start in range(0, T, L):
+                states[start] = state
+                dist, value, state = self.policy.distribution_and_value(_take(obs, slice(start, start + L)), state,
+                                                                        first[start:start + L])
+                logps.append(dist.log_prob(actions[start:start + L]))
+                values.append(value)
+            return torch.cat(logps).cpu().numpy(), torch.cat(values).cpu().numpy(), states
         rows = tree_map(lambda x: x.reshape(T * B, *x.shape[2:]), obs)
         flat_actions = actions.reshape(T * B, *actions.shape[2:])
         size = self._minibatch_rows(T * B)
         parts = [self.policy.evaluate(_take(rows, slice(i, i + size)), flat_actions[i:i + size])
                  for i in range(0, T * B, size)]
         logp, value = (torch.cat([p[k] for p in parts]).view(T, B).cpu().numpy() for k in (0, 2))
-        return logp, value
+        return logp, value, None
 
     # ------------------------------------------------------------------ value scale
     def _normalize(self, x: np.ndarray) -> np.ndarray:
