@@ -104,7 +104,9 @@ class PPOConfig:
     vtrace_c_bar: float = 1.0
     max_staleness: int | None = None  # epoch e uses samples at most (max_staleness - e) versions old
     chunk_length: int = 0  # recurrent policies: BPTT chunk length in steps (0: the whole fragment)
-    burn_in: int = 0  # recurrent policies: steps before a chunk replayed without gradient to refresh its state
+    # recurrent policies, GAE only: steps before a chunk replayed without gradient to refresh its stored
+    # state (with V-trace every chunk starts from the state the proximal pass reached)
+    burn_in: int = 0
 
 
 @dataclass
