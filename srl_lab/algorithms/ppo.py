@@ -209,11 +209,8 @@ class PPO(Algorithm):
     def _chunk_minibatches(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
                            active: torch.Tensor, burn_in: int) -> Iterator[Minibatch]:
         """Recurrent: shuffled chunks ``[L, columns]``; each minibatch's chunks share a start step."""
-        cfg = self.config
         T, B = first.shape
-        L = cfg.chunk_length or T
-        if T % L:
-            raise ValueError(f"ppo.chunk_length={L} must divide the fragment length {T}")
+        L = self._chunk_length(T)
         per_mb = max(1, min(self._minibatch_rows(int(active.sum())) // L, B))
         active = active.view(T, B)
         plan = []
@@ -227,6 +224,13 @@ class PPO(Algorithm):
             steps = torch.arange(start, start + L, device=cols.device)
             idx = (steps[:, None] * B + cols[None, :]).reshape(-1)
             yield idx, active.reshape(-1)[idx].float(), logp.reshape(-1), entropy.reshape(-1), value.reshape(-1)
+
+    def _chunk_length(self, fragment_length: int) -> int:
+        """BPTT steps per chunk (``chunk_length``, or the whole fragment), which must cut it into whole chunks."""
+        L = self.config.chunk_length or fragment_length
+        if fragment_length % L:
+            raise ValueError(f"ppo.chunk_length={L} must divide the fragment length {fragment_length}")
+        return L
 
     def _unroll(self, obs: Any, actions: torch.Tensor, states: torch.Tensor, first: torch.Tensor,
                 start: int, stop: int, cols: torch.Tensor, burn_in: int
@@ -248,7 +252,7 @@ class PPO(Algorithm):
         each chunk's first step replaced by the state the current weights reach there (recurrent)."""
         T, B = first.shape
         if self.recurrent:  # whole fragments from their first stored state, a chunk at a time
-            L = self.config.chunk_length or T
+            L = self._chunk_length(T)
             states, state = states.clone(), states[0]
             logps, values = [], []
             for start in range(0, T, L):
