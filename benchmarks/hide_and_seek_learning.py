@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trainer", action="append", default=[], metavar="FIELD=VALUE", help="TrainerConfig overrides")
     parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
                         help="also play past versions of the policy, every N-th kept (0: only the latest)")
+    parser.add_argument("--pool", action="append", default=[], metavar="FIELD=VALUE",
+                        help="the recipe's --pool: PoolConfig overrides, e.g. sampling=win_rate")
     parser.add_argument("--mapping", default="shared", help="the recipe's --mapping (it checks the value)")
     parser.add_argument("--actors", type=int, default=1, help="actor workers")
     parser.add_argument("--device", default="cpu", help="the recipe's --device: cuda puts the trainer and a "
@@ -132,7 +134,8 @@ def main(argv: list[str] | None = None) -> None:
                              *(["--recurrent"] if args.recurrent else []),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
                              *(arg for assignment in args.ppo for arg in ("--ppo", assignment)),
-                             *(arg for assignment in args.trainer for arg in ("--trainer", assignment))])
+                             *(arg for assignment in args.trainer for arg in ("--trainer", assignment)),
+                             *(arg for assignment in args.pool for arg in ("--pool", assignment))])
     run, evaluation = result.pop("run"), result.pop("evaluation")
     episodes = list(run.metrics.episodes)
     episode_times = [e["time"] for e in episodes if e.get("time") is not None]
@@ -155,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
             "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
         "env_steps": result["env_steps"], "updates": result["version"], "minutes": args.minutes,
         "size": args.size, "ppo_overrides": args.ppo, "trainer_overrides": args.trainer, "batch_steps": args.batch_steps,
-        "pool_every": args.pool_every, "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers,
+        "pool_every": args.pool_every, "pool_overrides": args.pool, "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers,
         "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed,
         "recurrent": args.recurrent,
         "milestone_window_episodes": args.window,

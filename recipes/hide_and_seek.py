@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from srl_lab.config import with_overrides
+from srl_lab.config import ExperimentConfig, PoolConfig, with_overrides
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
 
 
@@ -52,7 +52,10 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                         help="fraction of envs in which one team plays randomly (default 0: pure self-play)")
     parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
                         help="keep every N-th version in a pool of 8 past versions; in half of the envs one team "
-                             "plays a past version drawn uniformly (default 0: always the latest)")
+                             "plays a past version drawn uniformly, as --pool may change (default 0: always the latest)")
+    parser.add_argument("--pool", action="append", default=[], metavar="FIELD=VALUE",
+                        help="with --pool-every, override a PoolConfig field, e.g. --pool sampling=win_rate "
+                             "--pool size=16 (repeatable)")
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
     parser.add_argument("--recurrent", action="store_true", help="add the spec's LSTM (BPTT chunks of up to 10 steps)")
@@ -74,12 +77,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     return parser.parse_args(argv), parser
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args, parser = parse_args(argv)
-    from srl_lab.envs.factory import make_policy, probe_env
-    from srl_lab.envs.hide_and_seek.evaluate import gains
-    from srl_lab.system.controller import launch
-
+def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ExperimentConfig:
+    """The showcase config with the command line's changes; a bad override exits naming its flag."""
     config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                              scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
                              hidden=args.hidden, embed=args.embed, device=args.device,
@@ -93,10 +92,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             setattr(config, section, with_overrides(getattr(config, section), getattr(args, section)))
         except ValueError as error:
             parser.error(f"--{section}: {error}")
+    if args.pool and not args.pool_every:
+        parser.error("--pool overrides the pool of past versions, which --pool-every turns on")
     if args.pool_every:
-        from srl_lab.config import PoolConfig
+        try:
+            config.policy.pool = with_overrides(PoolConfig(every_versions=args.pool_every), args.pool)
+        except ValueError as error:
+            parser.error(f"--pool: {error}")
+    return config
 
-        config.policy.pool = PoolConfig(every_versions=args.pool_every)
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args, parser = parse_args(argv)
+    from srl_lab.envs.factory import make_policy, probe_env
+    from srl_lab.envs.hide_and_seek.evaluate import gains
+    from srl_lab.system.controller import launch
+
+    config = build_config(args, parser)
     run = launch(config, client=args.scheduler, run_dir=args.run_dir)
     print(f"run directory: {run.run_dir}\nDask dashboard: {run.client.dashboard_link}")
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from srl_lab.config import ConfigError
 from srl_lab.envs.hide_and_seek.evaluate import gains, hidden_fraction, play
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
 
@@ -67,6 +68,24 @@ def test_the_recipe_names_a_bad_actor_schedule(bad, capsys):
     with pytest.raises(SystemExit):
         recipe.parse_args([f"--scale={bad}"])
     assert f"argument --scale: {bad!r}: " in capsys.readouterr().err
+
+
+def test_the_recipe_sets_the_pool_of_past_versions_and_names_a_bad_override(capsys):
+    recipe = _load(ROOT / "recipes" / "hide_and_seek.py")
+
+    def config(*argv: str):
+        return recipe.build_config(*recipe.parse_args(list(argv)))
+
+    assert config().policy.pool is None
+    pool = config("--pool-every", "50", "--pool", "sampling=win_rate", "--pool", "size=16").policy.pool
+    assert (pool.every_versions, pool.sampling, pool.size, pool.envs_fraction) == (50, "win_rate", 16, 0.5)
+    for argv, said in ((["--pool", "size=16"], "which --pool-every turns on"),
+                       (["--pool-every", "50", "--pool", "sise=16"], "--pool: 'sise=16'")):
+        with pytest.raises(SystemExit):
+            config(*argv)
+        assert said in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="policy.pool.sampling"):
+        config("--pool-every", "50", "--pool", "sampling=best").validate()
 
 
 def test_play_uses_the_same_scenes_for_every_pairing():
