@@ -10,6 +10,9 @@ forced to 0 (nothing else changed). Reports, over hiders and steps of the first 
 - ``shield``: among those steps, the share with the held object within 60° of the direction to the
   nearest seeker (a direction drawn at random gives 1/3): the object carried between hider and
   seeker, where it hides the hider;
+- ``hider_prep_heads``: the hiders' grab and lock heads in preparation, averaged over hider rows and
+  steps: the probability of a 1 and the entropy (ln 2 = 0.69 at most): whether the policy still tries
+  the grabs and locks a fort is built with, or has settled on never or always;
 
 and the fraction of play steps with every hider hidden in each arm, ``box_use_pts`` being the
 difference in points. The ``fort`` rule never sees this: a held box is not locked.
@@ -41,21 +44,25 @@ from srl_lab.system.actor_ring import flatten_rows
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hide_and_seek_fort_payoff import trained_policy  # noqa: E402
 
-GRAB = 3  # the grab column of an agent's action row
+GRAB, LOCK = 3, 4  # the grab and lock columns of an agent's action row
 SHIELD_COS = 0.5  # within 60°
 
 
-def play(policy: Any, env_kwargs: dict[str, Any], envs: int, seed: int, grab: bool) -> dict[str, float]:
+def play(policy: Any, env_kwargs: dict[str, Any], envs: int, seed: int, grab: bool) -> dict[str, Any]:
     """One episode per env from ``seed``'s resets; the hiders' grabs forced to 0 unless ``grab``."""
     torch.manual_seed(seed)  # the policy's action sampling, so that a rerun repeats every figure
     env = HideAndSeekLite(envs, **env_kwargs, seed=seed)
     hiders = env.layout.n_hiders
     obs = env.reset(seed=seed)
-    holds_prep, holds_play, shields = 0.0, [], []
+    holds_prep, holds_play, shields, heads = 0.0, [], [], []
+    hider_rows = torch.from_numpy(np.arange(envs * env.num_agents) % env.num_agents < hiders)
     with torch.no_grad():
         for t in range(1, env.horizon + 1):
-            actions = policy.act(obs_to_tensor(flatten_rows(obs, envs * env.num_agents))).actions.numpy()
-            actions = actions.reshape(envs, env.num_agents, -1)
+            dist, _ = policy.distribution_and_value(obs_to_tensor(flatten_rows(obs, envs * env.num_agents)))
+            actions = dist.sample().numpy().reshape(envs, env.num_agents, -1)
+            if t <= env.prep_steps:
+                heads.append([float(figure) for column in (GRAB, LOCK) for figure in (
+                    dist.parts[column].probs[hider_rows, 1].mean(), dist.parts[column].entropy()[hider_rows].mean())])
             if not grab:
                 actions[:, :hiders, GRAB] = 0
             result = env.step(actions)
@@ -71,7 +78,9 @@ def play(policy: Any, env_kwargs: dict[str, Any], envs: int, seed: int, grab: bo
                 holds_play.append(holding.mean())
                 shields.extend(_shield_cosines(obs["observation_self"][..., :2], hiders, held)[holding])
     return {"hidden": hidden, "holds_prep": holds_prep, "holds_play": float(np.mean(holds_play)),
-            "shield": float(np.mean(np.asarray(shields) > SHIELD_COS)) if shields else float("nan")}
+            "shield": float(np.mean(np.asarray(shields) > SHIELD_COS)) if shields else float("nan"),
+            "prep_heads": dict(zip(("grab_p1", "grab_entropy", "lock_p1", "lock_entropy"),
+                                   np.mean(heads, axis=0).tolist()))}
 
 
 def _shield_cosines(xy: np.ndarray, hiders: int, held: np.ndarray) -> np.ndarray:
@@ -100,9 +109,12 @@ def main(argv: list[str] | None = None) -> None:
           f"({100 * trained['holds_prep']:.1f} % when preparation ends), held towards the nearest seeker on "
           f"{100 * trained['shield']:.1f} % of those; hidden {100 * trained['hidden']:.1f} % of play steps, "
           f"{100 * arms['no_grab']['hidden']:.1f} % with grabs forced off")
+    heads = trained["prep_heads"]
+    print(f"in preparation hiders grab with probability {heads['grab_p1']:.2f} (entropy {heads['grab_entropy']:.2f}) "
+          f"and lock with {heads['lock_p1']:.2f} (entropy {heads['lock_entropy']:.2f}; ln 2 = 0.69 at most)")
     print(json.dumps({"checkpoint": path, "version": version, "episodes_per_arm": args.envs,
                       "hider_holds_prep": trained["holds_prep"], "hider_holds_play": trained["holds_play"],
-                      "shield": trained["shield"],
+                      "shield": trained["shield"], "hider_prep_heads": trained["prep_heads"],
                       "hidden_fraction": {arm: figures["hidden"] for arm, figures in arms.items()},
                       "no_grab_holds_play": arms["no_grab"]["holds_play"],
                       "box_use_pts": 100 * (trained["hidden"] - arms["no_grab"]["hidden"])}))

@@ -1,8 +1,10 @@
 """Does hide-and-seek learn in pure self-play? The showcase config trained, then evaluated.
 
 Trains ``showcase_config`` (lite quadrant, 1 hider vs 1 seeker, hiders start in the room as in the
-original) for ``--minutes`` (default 30) with the hide-and-seek recipe on an embedded cluster. The
-only training opponent is the current policy itself: no random or scripted opponents.
+original; ``--hider-spawn anywhere`` plays the variant where they start anywhere on the floor) for
+``--minutes`` (default 30) with the hide-and-seek recipe on an embedded cluster. The only training
+opponent is the current policy itself (and, with ``--pool-every``, its own past versions): no random or
+scripted opponents.
 
 From the training episodes (self-play, as the run's metrics recorded them):
 
@@ -121,11 +123,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     parser.add_argument("--recurrent", action="store_true", help="the recipe's --recurrent: the spec's LSTM")
+    parser.add_argument("--hider-spawn", default="room", choices=["room", "anywhere"],
+                        help="the recipe's --hider-spawn: room (the quadrant default, measured here) or anywhere")
     args = parser.parse_args(argv)
 
     result = _recipe().main(["--minutes", str(args.minutes), "--run-dir", args.run_dir, "--size", args.size,
                              "--eval-episodes", str(args.episodes), "--pool-every", str(args.pool_every),
-                             "--mapping", args.mapping, "--actors", str(args.actors), "--device", args.device,
+                             "--mapping", args.mapping, "--hider-spawn", args.hider_spawn, "--actors", str(args.actors), "--device", args.device,
                              *(["--hidden", str(args.hidden)] if args.hidden else []),
                              *(["--embed", str(args.embed)] if args.embed else []),
                              *(["--batch-steps", str(args.batch_steps)] if args.batch_steps else []),
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         "size": args.size, "ppo_overrides": args.ppo, "trainer_overrides": args.trainer, "batch_steps": args.batch_steps,
         "pool_every": args.pool_every, "pool_overrides": args.pool, "mapping": args.mapping, "hiders": args.hiders, "seekers": args.seekers,
         "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed,
-        "recurrent": args.recurrent,
+        "recurrent": args.recurrent, "hider_spawn": args.hider_spawn,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,
     }))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,19 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     use = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert use["no_grab_holds_play"] == 0.0 and 0.0 <= use["hider_holds_play"] <= 1.0, use
     assert all(0 <= v <= 1 for v in use["hidden_fraction"].values()) and use["episodes_per_arm"] == 16
+    heads = use["hider_prep_heads"]
+    assert all(0 <= heads[f"{head}_p1"] <= 1 and 0 <= heads[f"{head}_entropy"] <= math.log(2) + 1e-6
+               for head in ("grab", "lock")), heads
+
+
+def test_the_step_cost_benchmark_times_the_showcase_network_per_mode(capsys):
+    bench = _load(ROOT / "benchmarks" / "hide_and_seek_step_cost.py")
+    bench.main(["--repeats", "1", "--modes", "eager", "bf16"])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    config = showcase_config()
+    assert report["minibatch_rows"] == config.trainer.batch_steps // config.ppo.minibatches
+    assert set(report["modes"]) == {"eager", "bf16"} and report["ratio_to_eager"]["eager"] == {"train": 1.0, "act": 1.0}
+    assert all(m["train_rows_per_s"] > 0 and m["act_ms"] > 0 for m in report["modes"].values())
 
 
 def test_the_policy_lag_diagnostic_trains_the_given_versions_behind(capsys):
