@@ -52,7 +52,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                         help="fraction of envs in which one team plays randomly (default 0: pure self-play)")
     parser.add_argument("--pool-every", type=int, default=0, metavar="VERSIONS",
                         help="keep every N-th version in a pool of 8 past versions; in half of the envs one team "
-                             "plays a past version drawn uniformly, as --pool may change (default 0: always the latest)")
+                             "plays a past version drawn uniformly (--pool changes these; default 0: always the "
+                             "latest)")
     parser.add_argument("--pool", action="append", default=[], metavar="FIELD=VALUE",
                         help="with --pool-every, override a PoolConfig field, e.g. --pool sampling=win_rate "
                              "--pool size=16 (repeatable)")
