@@ -105,8 +105,9 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         # gamma 0.998 as in the original: in one 30-minute self-play run each, it gave seeker / hider
         # gains of 36.1 / 20.4 points against 27.5 / 4.3 with 0.99 (benchmarks/hide_and_seek_learning.py).
         # The laptop's lr 1e-3 (6e-4 before): in 3-minute demos the trained seeker saw a random hider on
-        # 24-40 % of play steps (seven runs) against 9-22 % (three runs); the 30-minute course is the same,
-        # sooner (docs/hide_and_seek_learning.md, "A higher learning rate for the demo").
+        # 22-40 % of play steps (eight runs, median 30 %) against 9-22 % (three runs, median 19 %); the
+        # 30-minute course is the same, sooner (docs/hide_and_seek_learning.md, "A higher learning rate
+        # for the demo").
         ppo=PPOConfig(lr=s.lr, gamma=0.998, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
                       minibatch_size=0, minibatches=s.minibatches, chunk_length=chunk, ent_coef=0.002,
                       vf_coef=0.5, max_grad_norm=5.0, norm_value=True, norm_obs=True, advantage="vtrace"),
