@@ -31,7 +31,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from srl_lab.api.policy import obs_to_tensor
+from srl_lab.api.policy import Act, obs_to_tensor
+from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import make_policy, probe_env
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.envs.hide_and_seek.showcase import showcase_config
@@ -47,10 +48,9 @@ def observations(rows: int, seed: int = 0) -> dict[str, torch.Tensor]:
     env = HideAndSeekLite(envs, scenario="quadrant", n_hiders=1, n_seekers=1, seed=seed)
     obs = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
+    nvec = env.action_space.nvec
     for _ in range(40):
-        actions = rng.integers(0, 11, size=(envs, 2, 5))
-        actions[..., 3:] %= 2
-        obs = env.step(actions).obs
+        obs = env.step((rng.random((envs, env.num_agents, len(nvec))) * nvec).astype(np.int64)).obs
     return obs_to_tensor(flatten_rows(obs, rows))
 
 
@@ -65,8 +65,8 @@ def median_seconds(call: Callable[[], object], calls: int, repeats: int) -> floa
     return statistics.median(timings)
 
 
-def measure(mode: str, rows: dict[str, torch.Tensor], repeats: int) -> dict[str, float]:
-    config = showcase_config()
+def measure(mode: str, config: ExperimentConfig, rows: dict[str, torch.Tensor], repeats: int) -> dict[str, float]:
+    """``mode``'s figures (module docstring) for a fresh network of ``config``."""
     probe = probe_env(config)
     policy = make_policy(config, probe.observation_space, probe.action_space, probe)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-4)
@@ -79,11 +79,9 @@ def measure(mode: str, rows: dict[str, torch.Tensor], repeats: int) -> dict[str,
             log_probs, entropy, values = policy.evaluate(rows, actions)
         return -log_probs.float().mean() - 0.01 * entropy.float().mean() + values.float().pow(2).mean()
 
-    def act() -> tuple[torch.Tensor, torch.Tensor]:
+    def act() -> Act:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bf16"):
-            dist, values = policy.distribution_and_value(act_rows)
-            sampled = dist.sample()
-            return dist.log_prob(sampled), values
+            return policy.act(act_rows)
 
     if mode == "compile":
         loss, act = torch.compile(loss, dynamic=False), torch.compile(act, dynamic=False)
@@ -118,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = observations(minibatch)
     results = {}
     for mode in args.modes:
-        results[mode] = measure(mode, rows, args.repeats)
+        results[mode] = measure(mode, config, rows, args.repeats)
         r = results[mode]
         print(f"{mode:8s} train {r['train_rows_per_s']:9,.0f} rows/s   act {ACT_ROWS} rows {r['act_ms']:5.2f} ms   "
               f"first calls {r['first_train_s']:.1f} s + {r['first_act_s']:.1f} s")
