@@ -105,7 +105,7 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         # gamma 0.998 as in the original: in one 30-minute self-play run each, it gave seeker / hider
         # gains of 36.1 / 20.4 points against 27.5 / 4.3 with 0.99 (benchmarks/hide_and_seek_learning.py).
         # The laptop's lr 1e-3 (6e-4 before): in 3-minute demos the trained seeker saw a random hider on
-        # 22-40 % of play steps (eight runs, median 30 %) against 9-22 % (three runs, median 19 %); the
+        # 22-40 % of play steps (nine runs, median 30 %) against 9-22 % (three runs, median 19 %); the
         # 30-minute course is the same, sooner (docs/hide_and_seek_learning.md, "A higher learning rate
         # for the demo").
         ppo=PPOConfig(lr=s.lr, gamma=0.998, gae_lambda=0.95, clip_coef=0.2, epochs=s.epochs,
