@@ -214,3 +214,10 @@ def test_a_recurrent_policy_plays_both_teams_once_per_step_with_its_state_reset_
         assert first.all() or not first.any()  # the envs' episodes end together
         assert torch.equal(state[~first], before[~first]) and not state[first].any()
     assert sum(bool(first.all()) for first, _, _ in calls) == 2
+
+
+def test_the_fort_reach_benchmark_reports_the_closed_share_per_door_count(capsys):
+    _load(ROOT / "benchmarks" / "hide_and_seek_fort_reach.py").main(["--starts", "12"])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["starts"] == 12 and sum(row["starts"] for row in report["by_doors"].values()) == 12
+    assert 0.0 <= report["fort_share"] <= 1.0 and report["fort_step_median"] <= report["prep_steps"]
