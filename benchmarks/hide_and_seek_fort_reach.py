@@ -8,10 +8,17 @@ took (median and 90th percentile). If that share is far above ``hide_and_seek_le
 target (0.5), the target asks for something the env allows, and a learner that misses it misses it
 for finding, not for physics.
 
+With ``--run-dir`` (a finished lite-quadrant run, its teams) the run's final policy plays the seekers
+through the scripted hiders' episodes, and once more both teams from the same starts (the first
+episode of ``evaluate.play``'s worlds with this seed), so the hidden fractions say what the forts
+would have earned against the seeker the run trained, next to what its own hider earned.
+
 How it could mislead: the controller reads true positions and plans with the room's geometry, so
 its steps are a floor a policy seeing through a view cone and lidar will not reach; a controller
-fault makes the share read low, never high (the env's own fort rule decides every start). The
-seekers stand still, as the env freezes them in preparation anyway.
+fault makes the share read low, never high (the env's own fort rule decides every start). Without
+``--run-dir`` the seekers stand still, as the env freezes them in preparation anyway. The scripted
+hider stands still through play once its cubes are locked, so against a seeker that never enters
+the room it earns no more than a trained hider that also stays in.
 
 The last stdout line is one JSON object.
 """
@@ -19,12 +26,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import torch
 
+from srl_lab.api.policy import obs_to_tensor
 from srl_lab.envs.hide_and_seek import spec
+from srl_lab.envs.hide_and_seek.evaluate import play
 from srl_lab.envs.hide_and_seek.fort_builder import fort_reach
+from srl_lab.system.actor_ring import flatten_rows
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hide_and_seek_fort_payoff import trained_policy  # noqa: E402
 
 
 def summary(episodes: list[dict[str, float]], doors: int | None = None) -> dict[str, float | int | None]:
@@ -37,11 +55,50 @@ def summary(episodes: list[dict[str, float]], doors: int | None = None) -> dict[
             "fort_step_p90": float(np.percentile(steps, 90)) if steps.size else None}
 
 
+def acting(policy: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """``policy`` as ``fort_reach``'s seekers: actions ``[envs, agents, 5]`` for every row, state kept
+    for a recurrent one (all episodes run in step, one each)."""
+    state = None
+
+    def act(obs: dict[str, np.ndarray]) -> np.ndarray:
+        nonlocal state
+        envs, agents = obs[spec.CLOCK_KEY].shape[:2]
+        if policy.recurrent and state is None:
+            state = policy.initial_state(envs * agents)
+        with torch.no_grad():
+            out = policy.act(obs_to_tensor(flatten_rows(obs, envs * agents)), state)
+        state = out.state
+        return out.actions.numpy().reshape(envs, agents, -1)
+
+    return act
+
+
+def against_trained_seeker(run_dir: str, starts: int, seed: int,
+                           parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """Hidden fractions against ``run_dir``'s final seeker: scripted forts, and its own hider."""
+    path, version, policy, config = trained_policy(run_dir, parser)
+    kwargs = config.env.kwargs
+    if (config.env.id, kwargs.get("scenario", "quadrant"), kwargs.get("hider_spawn", "room")) != (
+            "hide_and_seek_lite", "quadrant", "room"):
+        parser.error(f"{run_dir} did not train the lite quadrant with hiders starting in the room; "
+                     "this benchmark plays only that")
+    teams = {"n_hiders": kwargs.get("n_hiders", 2), "n_seekers": kwargs.get("n_seekers", 2)}
+    torch.manual_seed(seed)
+    scripted = fort_reach(starts, seed=seed, seekers=acting(policy), **teams)
+    forts = [e["hidden_fraction"] for e in scripted if e["fort_prep"] == 1.0]
+    own = play(policy, policy, starts, seed=seed, num_envs=starts, scenario="quadrant", **teams)
+    return {"checkpoint": path, "version": version, **teams,
+            "scripted_hider_hidden": float(np.mean([e["hidden_fraction"] for e in scripted])),
+            "scripted_hider_hidden_in_forts": float(np.mean(forts)) if forts else None,
+            "trained_hider_hidden": own}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=400, help="random quadrant starts")
     parser.add_argument("--hiders", type=int, default=1, choices=spec.TEAM_SIZES)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run-dir", default=None, help="a finished lite-quadrant run: its seeker plays")
     args = parser.parse_args(argv)
     began = time.perf_counter()
     episodes = fort_reach(args.starts, n_hiders=args.hiders, seed=args.seed)
@@ -49,6 +106,11 @@ def main(argv: list[str] | None = None) -> None:
               "plans_per_start": float(np.mean([e["plans"] for e in episodes])),
               **summary(episodes), "by_doors": {str(d): summary(episodes, d) for d in (1, 2)},
               "seconds": round(time.perf_counter() - began, 1)}
+    if args.run_dir:
+        result["vs_trained_seeker"] = against_trained_seeker(args.run_dir, args.starts, args.seed, parser)
+        vs = result["vs_trained_seeker"]
+        print(f"against the run's seeker: scripted forts hidden {vs['scripted_hider_hidden']:.1%} of play "
+              f"steps, the run's own hider {vs['trained_hider_hidden']:.1%}")
     for doors, row in result["by_doors"].items():
         print(f"{doors} door(s): {row['starts']} starts, every door closed in {row['fort_share']:.1%}, "
               f"after {row['fort_step_median']} steps (median) of {result['prep_steps']}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,29 +160,49 @@ def _reach(agent: np.ndarray, cube: np.ndarray) -> float:
     return gap_disc_box(agent[0], agent[1], spec.AGENT_RADIUS, cube[0], cube[1], cube[2], cube[3])
 
 
-def fort_reach(starts: int, n_hiders: int = 1, n_seekers: int = 1, seed: int = 0) -> list[dict[str, float]]:
-    """Per start of ``starts`` quadrant worlds (the env's own, from ``seed``): the episode statistics
-    of its best plan (most doors closed when preparation ends), with ``plans`` (how many were played)
-    and ``fort_step`` (the first preparation step after which every door was closed; NaN if none)."""
-    origin = HideAndSeekLite(starts, scenario="quadrant", n_hiders=n_hiders, n_seekers=n_seekers, seed=seed)
-    origin.reset(seed=seed)
+def quadrant_starts(starts: int, n_hiders: int, n_seekers: int, seed: int) -> HideAndSeekLite:
+    """``starts`` fresh quadrant worlds, the env's own random ones from ``seed``."""
+    env = HideAndSeekLite(starts, scenario="quadrant", n_hiders=n_hiders, n_seekers=n_seekers, seed=seed)
+    env.reset(seed=seed)
+    return env
+
+
+def replicas(origin: HideAndSeekLite, sources: list[int]) -> tuple[HideAndSeekLite, dict[str, np.ndarray]]:
+    """A new env whose world ``e`` is a copy of ``origin``'s world ``sources[e]``; its observation."""
+    layout = origin.layout
+    env = HideAndSeekLite(len(sources), scenario="quadrant", n_hiders=layout.n_hiders,
+                          n_seekers=layout.n_seekers, seed=0)
+    rows = [env.load_scene(e, origin.snapshot(s)) for e, s in enumerate(sources)]
+    return env, {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+
+
+def fort_reach(starts: int, n_hiders: int = 1, n_seekers: int = 1, seed: int = 0,
+               seekers: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None) -> list[dict[str, float]]:
+    """Per start of ``quadrant_starts(starts, ...)``: the episode statistics of its best plan (most
+    doors closed when preparation ends), with ``plans`` (how many were played) and ``fort_step`` (the
+    first preparation step after which every door was closed; NaN if none). ``seekers`` maps an
+    observation ``[envs, agents, ...]`` to actions ``[envs, agents, 5]`` and plays the seekers' rows
+    (idle by default); the choice of plan looks at preparation only, where seekers are frozen."""
+    origin = quadrant_starts(starts, n_hiders, n_seekers, seed)
     tried = [(s, jobs) for s in range(starts) for jobs in plans(origin, s)]
-    env = HideAndSeekLite(len(tried), scenario="quadrant", n_hiders=n_hiders, n_seekers=n_seekers, seed=seed)
-    for e, (s, _) in enumerate(tried):
-        env.load_scene(e, origin.snapshot(s))
+    env, obs = replicas(origin, [s for s, _ in tried])
     shares = [jobs[i::n_hiders] for _, jobs in tried for i in range(n_hiders)]  # each hider's jobs, in turn
     fort_step = np.full(len(tried), math.nan)
     for step in itertools.count(1):
         actions = np.array([[hider_action(env, e, i, shares[e * n_hiders + i]) if i < n_hiders else IDLE
                              for i in range(env.num_agents)] for e in range(len(tried))], np.int64)
+        if seekers is not None:
+            actions[:, n_hiders:] = seekers(obs)[:, n_hiders:]
         result = env.step(actions)
         if result.episodes:  # every env started together, so all end together
             break
+        obs = result.obs
         if step <= env.prep_steps:
             for e in np.flatnonzero(np.isnan(fort_step)):
                 boxes, n_boxes = hider_locked_boxes(env._ob[e], env._oi[e])
                 if door_stats(env._walls[e], env._n_walls[e], True, boxes, n_boxes)[1] == 1.0:
                     fort_step[e] = step
+
     def score(e: int) -> tuple[float, float]:  # most doors closed, then soonest
         return result.episodes[e]["doors_blocked_prep"], -np.nan_to_num(fort_step[e], nan=math.inf)
 
