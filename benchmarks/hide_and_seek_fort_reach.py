@@ -11,7 +11,9 @@ for finding, not for physics.
 With ``--run-dir`` (a finished lite-quadrant run, its teams) the run's final policy plays the seekers
 through the scripted hiders' episodes, and once more both teams from the same starts (the first
 episode of ``evaluate.play``'s worlds with this seed), so the hidden fractions say what the forts
-would have earned against the seeker the run trained, next to what its own hider earned.
+would have earned against the seeker the run trained, next to what its own hider earned; and the run's policy plays both teams through preparation from
+those starts, to show whether its hiders take cubes towards the doors (``door_gaps``: per door, the
+nearest cube's distance from the spot that closes it, at the start and when preparation ends).
 
 How it could mislead: the controller reads true positions and plans with the room's geometry, so
 its steps are a floor a policy seeing through a view cone and lidar will not reach; a controller
@@ -38,7 +40,7 @@ import torch
 from srl_lab.api.policy import obs_to_tensor
 from srl_lab.envs.hide_and_seek import spec
 from srl_lab.envs.hide_and_seek.evaluate import play
-from srl_lab.envs.hide_and_seek.fort_builder import fort_reach
+from srl_lab.envs.hide_and_seek.fort_builder import door_gaps, fort_reach, quadrant_starts, replicas
 from srl_lab.system.actor_ring import flatten_rows
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -73,6 +75,26 @@ def acting(policy: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     return act
 
 
+def gap_summary(gaps: list[float]) -> dict[str, float]:
+    """How near the doors' closing spots the cubes stand: the median gap, the shares within 0.2 and 0.5 m."""
+    gaps = np.asarray(gaps)
+    return {"median_m": float(np.median(gaps)), "within_0.2m": float(np.mean(gaps <= 0.2)),
+            "within_0.5m": float(np.mean(gaps <= 0.5))}
+
+
+def learned_door_gaps(policy: Any, starts: int, seed: int, teams: dict[str, int]) -> dict[str, Any]:
+    """Per door, the nearest cube's distance from its closing spot at the start and when preparation
+    ends with ``policy`` playing both teams from the same starts: do its hiders take cubes to doors?"""
+    origin = quadrant_starts(starts, seed=seed, **teams)
+    env, obs = replicas(origin, list(range(starts)))
+    act = acting(policy)
+    for _ in range(env.prep_steps):
+        obs = env.step(act(obs)).obs
+    before = [gap for s in range(starts) for gap in door_gaps(origin, s)]
+    after = [gap for e in range(starts) for gap in door_gaps(env, e)]
+    return {"at_start": gap_summary(before), "prep_end": gap_summary(after)}
+
+
 def against_trained_seeker(run_dir: str, starts: int, seed: int,
                            parser: argparse.ArgumentParser) -> dict[str, Any]:
     """Hidden fractions against ``run_dir``'s final seeker: scripted forts, and its own hider."""
@@ -87,7 +109,7 @@ def against_trained_seeker(run_dir: str, starts: int, seed: int,
     scripted = fort_reach(starts, seed=seed, seekers=acting(policy), **teams)
     forts = [e["hidden_fraction"] for e in scripted if e["fort_prep"] == 1.0]
     own = play(policy, policy, starts, seed=seed, num_envs=starts, scenario="quadrant", **teams)
-    return {"checkpoint": path, "version": version, **teams,
+    return {"checkpoint": path, "version": version, **teams, "door_gaps": learned_door_gaps(policy, starts, seed, teams),
             "scripted_hider_hidden": float(np.mean([e["hidden_fraction"] for e in scripted])),
             "scripted_hider_hidden_in_forts": float(np.mean(forts)) if forts else None,
             "trained_hider_hidden": own}
@@ -111,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
         vs = result["vs_trained_seeker"]
         print(f"against the run's seeker: scripted forts hidden {vs['scripted_hider_hidden']:.1%} of play "
               f"steps, the run's own hider {vs['trained_hider_hidden']:.1%}")
+        start, end = vs["door_gaps"]["at_start"], vs["door_gaps"]["prep_end"]
+        print(f"the run's hiders: a cube within 0.2 m of a door's closing spot at {start['within_0.2m']:.1%} of "
+              f"doors at the start, {end['within_0.2m']:.1%} when preparation ends")
     for doors, row in result["by_doors"].items():
         print(f"{doors} door(s): {row['starts']} starts, every door closed in {row['fort_share']:.1%}, "
               f"after {row['fort_step_median']} steps (median) of {result['prep_steps']}")

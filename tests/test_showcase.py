@@ -158,6 +158,9 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     vs = reach["vs_trained_seeker"]
     assert (vs["n_hiders"], vs["n_seekers"]) == (1, 1) and vs["scripted_hider_hidden_in_forts"] >= 0.8, vs
     assert 0.0 <= vs["trained_hider_hidden"] <= 1.0
+    gaps = vs["door_gaps"]
+    assert gaps["at_start"]["within_0.2m"] == 0.0  # cubes never spawn where they close a door
+    assert all(0.0 <= g["within_0.2m"] <= g["within_0.5m"] <= 1.0 and g["median_m"] > 0 for g in gaps.values())
 
 
 def test_the_step_cost_benchmark_times_the_showcase_network_per_mode(capsys):

@@ -89,6 +89,13 @@ def plans(env: HideAndSeekLite, e: int) -> list[list[Job]]:
     return found
 
 
+def door_gaps(env: HideAndSeekLite, e: int) -> list[float]:
+    """Per door of env ``e``'s room: how far the nearest cube stands from the spot that closes it (m)."""
+    cubes = [env._ob[e, o, :2] for o in range(env.layout.n_boxes) if env._oi[e, o, 0] and env._oi[e, o, 1] == 0]
+    return [min(math.dist(cube, door_spot(*door)[0]) for cube in cubes)
+            for door in room_doors(env._walls[e, :env._n_walls[e]])]
+
+
 def in_place(cube: np.ndarray, job: Job) -> bool:
     """Whether ``cube`` (x, y, ...) stands where it closes ``job``'s door."""
     along = abs((cube[0] - job.spot[0]) * job.inward[1] + (cube[1] - job.spot[1]) * job.inward[0])
