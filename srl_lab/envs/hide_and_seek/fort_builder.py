@@ -10,7 +10,9 @@ reach (a hider outputting 0 there unlocks it) unless the cube being moved is wit
 
 ``fort_reach`` plays every plan from the same starts (the env's own random worlds) and keeps the
 best per start: the share of starts some plan closes is a lower bound on what preparation allows.
-Not a policy and never an opponent in training: it reads positions no observation holds.
+``door_gaps`` measures, in any lite quadrant world, how far the cubes stand from the doors' closing
+spots, to compare a learned hider's preparation with this one's. Not a policy and never an opponent
+in training: it reads positions no observation holds.
 """
 from __future__ import annotations
 
