@@ -80,10 +80,16 @@ def door_spot(vertical: bool, start: float, end: float) -> tuple[tuple[float, fl
     return ((depth, middle), (1.0, 0.0)) if vertical else ((middle, depth), (0.0, 1.0))
 
 
+def _doors_and_cubes(env: HideAndSeekLite, e: int) -> tuple[list[tuple[bool, float, float]], list[int]]:
+    """Env ``e``'s room doors and the indices of the cubes in it."""
+    cubes = [o for o in range(env.layout.n_boxes) if env._oi[e, o, 0] and env._oi[e, o, 1] == 0]
+    return room_doors(env._walls[e, :env._n_walls[e]]), cubes
+
+
 def plans(env: HideAndSeekLite, e: int) -> list[list[Job]]:
     """Every plan for env ``e``: each ordered choice of one cube per door (at most 2 × 2 in the quadrant)."""
-    spots = [door_spot(*door) for door in room_doors(env._walls[e, :env._n_walls[e]])]
-    cubes = [o for o in range(env.layout.n_boxes) if env._oi[e, o, 0] and env._oi[e, o, 1] == 0]
+    doors, cubes = _doors_and_cubes(env, e)
+    spots = [door_spot(*door) for door in doors]
     found = []
     for chosen in itertools.permutations(cubes, len(spots)):
         for order in itertools.permutations(range(len(spots))):
@@ -93,9 +99,8 @@ def plans(env: HideAndSeekLite, e: int) -> list[list[Job]]:
 
 def door_gaps(env: HideAndSeekLite, e: int) -> list[float]:
     """Per door of env ``e``'s room: how far the nearest cube stands from the spot that closes it (m)."""
-    cubes = [env._ob[e, o, :2] for o in range(env.layout.n_boxes) if env._oi[e, o, 0] and env._oi[e, o, 1] == 0]
-    return [min(math.dist(cube, door_spot(*door)[0]) for cube in cubes)
-            for door in room_doors(env._walls[e, :env._n_walls[e]])]
+    doors, cubes = _doors_and_cubes(env, e)
+    return [min(math.dist(env._ob[e, o, :2], door_spot(*door)[0]) for o in cubes) for door in doors]
 
 
 def in_place(cube: np.ndarray, job: Job) -> bool:
