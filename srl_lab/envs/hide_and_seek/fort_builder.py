@@ -171,6 +171,7 @@ def _drive(agent: np.ndarray, to: tuple[float, float], face: tuple[float, float]
 
 
 def _reach(agent: np.ndarray, cube: np.ndarray) -> float:
+    """The gap between the agent's disc and the cube, as grab and lock measure it (m)."""
     return gap_disc_box(agent[0], agent[1], spec.AGENT_RADIUS, cube[0], cube[1], cube[2], cube[3])
 
 
