@@ -50,7 +50,7 @@ from hide_and_seek_fort_payoff import trained_policy  # noqa: E402
 def summary(episodes: list[dict[str, float]], doors: int | None = None) -> dict[str, float | int | None]:
     """Fort share and closing steps over the starts with ``doors`` doors (all starts if None)."""
     chosen = [e for e in episodes if doors is None or e["num_doors"] == doors]
-    steps = np.array([e["fort_step"] for e in chosen if e["fort_step"] == e["fort_step"]])
+    steps = np.array([e["fort_step"] for e in chosen if not np.isnan(e["fort_step"])])
     return {"starts": len(chosen),
             "fort_share": float(np.mean([e["fort_prep"] for e in chosen])) if chosen else None,
             "fort_step_median": float(np.median(steps)) if steps.size else None,

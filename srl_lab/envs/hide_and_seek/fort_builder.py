@@ -18,20 +18,20 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from srl_lab.envs.hide_and_seek import spec
-from srl_lab.envs.hide_and_seek.doors import PASSAGE, ROOM_LO, door_stats
+from srl_lab.envs.hide_and_seek.doors import EPS, HALF_T, PASSAGE, ROOM_LO, _uncovered, _wall_cover, door_stats
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.envs.hide_and_seek.lite_geometry import gap_disc_box, wrap_angle
 from srl_lab.envs.hide_and_seek.lite_physics import DAMPING
 from srl_lab.envs.hide_and_seek.lite_step import NEUTRAL, hider_locked_boxes
 from srl_lab.envs.hide_and_seek.scene import HIDER
 
-HALF_T = spec.WALL_THICKNESS / 2
 FLUSH = 0.02  # how far off the wall's room face a placed cube's spot is (m)
 # A cube this close to its spot closes the door: it still overlaps both posts of the 0.4 m door and
 # stands nearer the wall than an agent fits through (doors.PASSAGE).
@@ -59,18 +59,18 @@ class Job:
 
 
 def room_doors(walls: np.ndarray) -> list[tuple[bool, float, float]]:
-    """The quadrant room's doors as ``(vertical, start, end)`` along their wall line (x or y = 3 m)."""
-    doors = []
+    """The quadrant room's doors as ``(vertical, start, end)`` along their wall line (x or y = 3 m),
+    found as the fort rule finds them (``doors``)."""
+    walls = np.ascontiguousarray(walls, dtype=np.float64)
+    size = len(walls) + 2
+    lo, hi, gaps = np.empty(size), np.empty(size), np.empty((size, 2))
+    found = []
     for vertical in (True, False):
-        a = 1 if vertical else 0
-        cover = sorted((w[a], w[2 + a]) for w in walls
-                       if w[1 - a] <= ROOM_LO - HALF_T + 1e-9 and w[3 - a] >= ROOM_LO + HALF_T - 1e-9)
-        cursor = ROOM_LO
-        for lo, hi in [*cover, (spec.FLOOR_SIZE, spec.FLOOR_SIZE)]:
-            if lo - cursor >= PASSAGE:
-                doors.append((vertical, cursor, lo))
-            cursor = max(cursor, hi)
-    return doors
+        covered = _wall_cover(walls, len(walls), vertical, ROOM_LO, lo, hi)
+        for start, end in gaps[:_uncovered(lo, hi, covered, ROOM_LO, spec.FLOOR_SIZE, gaps)]:
+            if end - start >= PASSAGE - EPS:
+                found.append((vertical, float(start), float(end)))
+    return found
 
 
 def door_spot(vertical: bool, start: float, end: float) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -225,5 +225,6 @@ def fort_reach(starts: int, n_hiders: int = 1, n_seekers: int = 1, seed: int = 0
     for e, (s, _) in enumerate(tried):
         if s not in best or score(e) > score(best[s]):
             best[s] = e
-    return [{**result.episodes[e], "fort_step": float(fort_step[e]),
-             "plans": float(sum(1 for t, _ in tried if t == s))} for s, e in sorted(best.items())]
+    played = Counter(s for s, _ in tried)
+    return [{**result.episodes[e], "fort_step": float(fort_step[e]), "plans": float(played[s])}
+            for s, e in sorted(best.items())]
