@@ -18,6 +18,7 @@ from typing import Any
 
 from srl_lab.config import ExperimentConfig, PoolConfig, with_overrides
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
+from srl_lab.envs.hide_and_seek.spec import DEFAULT_HORIZON, check_action_repeat
 
 
 def _scale_step(text: str) -> tuple[float, int]:
@@ -60,6 +61,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
     parser.add_argument("--recurrent", action="store_true", help="add the spec's LSTM (BPTT chunks of up to 10 steps)")
+    parser.add_argument("--action-repeat", type=int, default=None, metavar="STEPS",
+                        help="env steps each action acts for (default: the size's)")
     parser.add_argument("--device", default="cpu",
                         help="where the trainer and a policy worker run: cpu (inline inference) or cuda; actors stay "
                              "on the CPU cores")
@@ -80,10 +83,15 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
 
 def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ExperimentConfig:
     """The showcase config with the command line's changes; a bad override exits naming its flag."""
+    if args.action_repeat is not None:
+        try:
+            check_action_repeat(args.action_repeat, DEFAULT_HORIZON[args.scenario])
+        except ValueError as error:
+            parser.error(f"--action-repeat: {error}")
     config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                              scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
                              hidden=args.hidden, embed=args.embed, device=args.device,
-                             recurrent=args.recurrent)
+                             recurrent=args.recurrent, action_repeat=args.action_repeat or 1)
     if args.batch_steps:
         config.trainer.batch_steps = args.batch_steps
     if args.random_opponents:
@@ -122,7 +130,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         result = run.stop()
     recent = {key: run.metrics.mean_return(100, key) for key in ("hider_return", "hidden_fraction", "fort_prep")}
-    print(f"{result['env_steps']:,} env steps, {result['version']} updates; last 100 episodes: hider return "
+    repeat = run.config.env.kwargs.get("action_repeat", 1)
+    steps = (f"{result['env_steps']:,} env steps" if repeat == 1 else
+             f"{result['env_steps'] * repeat:,} env steps ({result['env_steps']:,} decisions of {repeat})")
+    print(f"{steps}, {result['version']} updates; last 100 episodes: hider return "
           f"{recent['hider_return']:.1f}, hidden fraction {recent['hidden_fraction']:.2f}, "
           f"fort rate {recent['fort_prep']:.2f}")
     evaluation = None

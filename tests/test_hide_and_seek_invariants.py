@@ -73,6 +73,10 @@ def positions(obs: dict[str, np.ndarray]) -> np.ndarray:
     ({"n_seekers": 0}, "n_seekers must be one of (1, 2, 3), got 0"),
     ({"n_boxes": -1}, "n_boxes and n_ramps must be at least 0, got -1 and 1"),
     ({"hider_spawn": "corner"}, "hider_spawn must be one of ('room', 'anywhere'), got 'corner'"),
+    ({"action_repeat": 3}, "action_repeat must be a positive divisor of the horizon (80 steps) and of its "
+                           "preparation phase (32 steps), got 3"),
+    ({"action_repeat": 0}, "action_repeat must be a positive divisor of the horizon (80 steps) and of its "
+                           "preparation phase (32 steps), got 0"),
 ])
 def test_both_variants_refuse_bad_arguments_with_the_same_message(variant: str, kwargs, message: str) -> None:
     with pytest.raises(ValueError) as error:
@@ -389,6 +393,29 @@ def test_deterministic_under_a_seed(variant: str, seed: int) -> None:
     for a, b in zip(*runs):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+@HYPOTHESIS
+@given(seed=st.integers(0, 2**31 - 1), repeat=st.sampled_from([2, 4]))
+def test_action_repeat_acts_for_several_env_steps_and_sums_their_rewards(variant: str, seed: int,
+                                                                         repeat: int) -> None:
+    """One decision at ``action_repeat=k`` is k env steps of that action: the same observations,
+    rewards summed, and the same episode statistics (counted in env steps) where an episode ends."""
+    kwargs = dict(n_hiders=1, n_seekers=1, horizon=20, seed=seed)  # 8 steps of preparation
+    decisions, steps = make(variant, 2, action_repeat=repeat, **kwargs), make(variant, 2, **kwargs)
+    rng = np.random.default_rng(seed)
+    ended = 0
+    for _ in range(24 // repeat):  # crosses an episode boundary
+        actions = rng.integers(0, spec.ACTION_NVEC, (2, 2, 5))
+        one = decisions.step(actions)
+        several = [steps.step(actions) for _ in range(repeat)]
+        for key in one.obs:
+            np.testing.assert_allclose(one.obs[key], several[-1].obs[key], atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(one.reward, sum(r.reward for r in several), atol=1e-5)
+        assert [r.terminated.any() for r in several[:-1]] == [False] * (repeat - 1)
+        assert one.episodes == several[-1].episodes
+        ended += len(one.episodes)
+    assert ended == 2
 
 
 def test_pettingzoo_parallel_api(variant: str) -> None:

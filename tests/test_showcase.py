@@ -89,6 +89,19 @@ def test_the_recipe_sets_the_pool_of_past_versions_and_names_a_bad_override(caps
         config("--pool-every", "50", "--pool", "sampling=best").validate()
 
 
+def test_the_recipe_sets_the_action_repeat_and_names_a_bad_one(capsys):
+    recipe = _load(ROOT / "recipes" / "hide_and_seek.py")
+
+    def config(*argv: str):
+        return recipe.build_config(*recipe.parse_args(list(argv)))
+
+    assert config().env.kwargs["action_repeat"] == 1
+    assert config("--action-repeat", "2").env.kwargs["action_repeat"] == 2
+    with pytest.raises(SystemExit):
+        config("--action-repeat", "3")
+    assert "--action-repeat: action_repeat must be a positive divisor of the horizon (80 steps)" in capsys.readouterr().err
+
+
 def test_play_uses_the_same_scenes_for_every_pairing():
     assert play(None, None, 16, seed=3, n_hiders=1, n_seekers=1) == play(None, None, 16, seed=3, n_hiders=1,
                                                                         n_seekers=1)
@@ -161,6 +174,17 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     gaps = vs["door_gaps"]
     assert gaps["at_start"]["within_0.2m"] == 0.0  # cubes never spawn where they close a door
     assert all(0.0 <= g["within_0.2m"] <= g["within_0.5m"] <= 1.0 and g["median_m"] > 0 for g in gaps.values())
+
+    # The frozen-seeker diagnostic: a fresh policy trains on the hider rows against that run's final
+    # seeker, whose rows never reach the trainer.
+    frozen = _load(ROOT / "benchmarks" / "hide_and_seek_frozen_seeker.py")
+    frozen.main(["--run-dir", str(tmp_path / "run"), "--size", "short", "--minutes", "0.15", "--report-every", "0.05"])
+    diagnostic = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert diagnostic["updates"] >= 1 and diagnostic["episodes"] > 0 and diagnostic["reports"], diagnostic
+    shares = {k: v for k, v in diagnostic["last_10pct"].items() if k != "max_box_move_prep"}
+    assert all(0.0 <= v <= 1.0 for v in shares.values()), diagnostic
+    *_, seeker, _ = fort_payoff.trained_policy(str(tmp_path / "run"), None)
+    assert frozen.FrozenSeekers(3, seeker, n_hiders=1, n_seekers=1).trained_rows.tolist() == [0, 2, 4]
 
 
 def test_the_step_cost_benchmark_times_the_showcase_network_per_mode(capsys):

@@ -64,8 +64,10 @@ class HideAndSeekLite(HideAndSeekGroup):
 
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
-                 seed: int | None = None, hider_spawn: str = "room", random_opponents: float = 0.0) -> None:
-        super().__init__(num_envs, scenario, n_hiders, n_seekers, n_boxes, n_ramps, horizon, hider_spawn)
+                 seed: int | None = None, hider_spawn: str = "room", random_opponents: float = 0.0,
+                 action_repeat: int = 1) -> None:
+        super().__init__(num_envs, scenario, n_hiders, n_seekers, n_boxes, n_ramps, horizon, hider_spawn,
+                         action_repeat)
         self.hiders_anywhere = hider_spawn == "anywhere"
         self._area = PLAY_AREA[scenario]
         self._seed = seed
@@ -99,18 +101,22 @@ class HideAndSeekLite(HideAndSeekGroup):
         return obs
 
     def step(self, actions: np.ndarray) -> StepResult:
-        """Step every env with ``actions[num_envs, num_agents, 5]``; finished envs reset in place.
-
-        When an episode ends, ``final_obs`` holds every env's observation before those resets (its
-        rows for envs still running equal ``obs``).
-        """
+        """``HideAndSeekGroup.step``; random opponents (if any) draw their actions once per decision."""
         if self._needs_reset:
             self.reset()
-        actions = self._check_actions(actions)
         if self.trained_rows is not None:
+            actions = self._check_actions(actions)
             nvec = np.asarray(spec.ACTION_NVEC)
             random_actions = (self._opponent_rng.random(actions.shape) * nvec).astype(np.int64)
             actions = np.where(self._random_rows[..., None], random_actions, actions)
+        return super().step(actions)
+
+    def _step(self, actions: np.ndarray) -> StepResult:
+        """One env step of every env with ``actions[num_envs, num_agents, 5]``; finished envs reset in
+        place. When an episode ends, ``final_obs`` holds every env's observation before those resets
+        (its rows for envs still running equal ``obs``).
+        """
+        actions = self._check_actions(actions)
         n = self.num_envs
         reward = np.zeros((n, self.num_agents), np.float32)
         done = np.zeros(n, np.bool_)

@@ -36,8 +36,9 @@ class HideAndSeekMujoco(HideAndSeekGroup):
 
     def __init__(self, num_envs: int, scenario: str = "quadrant", n_hiders: int = 2, n_seekers: int = 2,
                  n_boxes: int | None = None, n_ramps: int | None = None, horizon: int | None = None,
-                 seed: int | None = None, hider_spawn: str = "room") -> None:
-        super().__init__(num_envs, scenario, n_hiders, n_seekers, n_boxes, n_ramps, horizon, hider_spawn)
+                 seed: int | None = None, hider_spawn: str = "room", action_repeat: int = 1) -> None:
+        super().__init__(num_envs, scenario, n_hiders, n_seekers, n_boxes, n_ramps, horizon, hider_spawn,
+                         action_repeat)
         self._seed = seed
         self._rngs: list[np.random.Generator] = []
         self._episodes: list[Episode] = []
@@ -51,7 +52,7 @@ class HideAndSeekMujoco(HideAndSeekGroup):
         self._episodes = [self._new_episode(i) for i in range(self.num_envs)]
         return self._stack([ep.obs for ep in self._episodes])
 
-    def step(self, actions: np.ndarray) -> StepResult:
+    def _step(self, actions: np.ndarray) -> StepResult:
         if not self._episodes:
             self.reset()
         actions = self._check_actions(actions)

@@ -64,13 +64,15 @@ _SIZINGS = {
 def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | None = None,
                     seekers: int | None = None, scenario: str = "quadrant", hider_spawn: str = "room",
                     mapping: str = "shared", hidden: int | None = None, embed: int | None = None,
-                    device: str = "cpu", recurrent: bool = False) -> ExperimentConfig:
+                    device: str = "cpu", recurrent: bool = False,
+                    action_repeat: int = 1) -> ExperimentConfig:
     """The hide-and-seek experiment at ``size`` (see the module docstring); keywords override it.
 
     ``device="cuda"`` puts the trainer and one policy worker on the GPU: actors, on the CPU cores,
     only step envs and send observations for batched inference, instead of running the network inline.
     ``recurrent=True`` adds the spec's LSTM after the dense layer (in the policy and the critic),
-    trained in BPTT chunks of up to 10 steps as in the original.
+    trained in BPTT chunks of up to 10 steps as in the original. ``action_repeat=k``: each decision
+    acts for k env steps (``HideAndSeekGroup``); the runtime then counts decisions as its env steps.
     """
     if size not in _SIZINGS:
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
@@ -88,7 +90,7 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
         name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
         env=EnvConfig(id="hide_and_seek_lite",
                       kwargs={"scenario": scenario, "n_hiders": hiders, "n_seekers": seekers,
-                              "hider_spawn": hider_spawn}),
+                              "hider_spawn": hider_spawn, "action_repeat": action_repeat}),
         actors=ActorConfig(workers=actors, ring_size=2, envs_per_group=s.envs_per_group,
                            fragment_length=s.fragment_length),
         inference=(InferenceConfig(mode="inline") if device == "cpu"

@@ -98,6 +98,16 @@ def check_hider_spawn(hider_spawn: str) -> None:
     check_choice("hider_spawn", hider_spawn, HIDER_SPAWNS)
 
 
+def check_action_repeat(action_repeat: int, horizon: int) -> int:
+    """``action_repeat`` as an int; ``ValueError`` unless it divides the horizon and the preparation
+    phase, so that no decision spans the end of preparation or of an episode."""
+    repeat = int(action_repeat)
+    if repeat < 1 or horizon % repeat or prep_steps(horizon) % repeat:
+        raise ValueError(f"action_repeat must be a positive divisor of the horizon ({horizon} steps) and of its "
+                         f"preparation phase ({prep_steps(horizon)} steps), got {action_repeat!r}")
+    return repeat
+
+
 @dataclass(frozen=True)
 class Layout:
     """How many entities an environment has; arrays are padded to these maxima.
