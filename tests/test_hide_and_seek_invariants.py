@@ -77,6 +77,8 @@ def positions(obs: dict[str, np.ndarray]) -> np.ndarray:
                            "preparation phase (32 steps), got 3"),
     ({"action_repeat": 0}, "action_repeat must be a positive divisor of the horizon (80 steps) and of its "
                            "preparation phase (32 steps), got 0"),
+    ({"action_repeat": 2.0}, "action_repeat must be a positive divisor of the horizon (80 steps) and of its "
+                             "preparation phase (32 steps), got 2.0"),
 ])
 def test_both_variants_refuse_bad_arguments_with_the_same_message(variant: str, kwargs, message: str) -> None:
     with pytest.raises(ValueError) as error:

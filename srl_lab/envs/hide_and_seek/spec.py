@@ -99,13 +99,13 @@ def check_hider_spawn(hider_spawn: str) -> None:
 
 
 def check_action_repeat(action_repeat: int, horizon: int) -> int:
-    """``action_repeat`` as an int; ``ValueError`` unless it divides the horizon and the preparation
-    phase, so that no decision spans the end of preparation or of an episode."""
-    repeat = int(action_repeat)
-    if repeat < 1 or horizon % repeat or prep_steps(horizon) % repeat:
+    """``action_repeat`` as an int; ``ValueError`` unless it is an integer dividing the horizon and the
+    preparation phase, so that no decision spans the end of preparation or of an episode."""
+    whole = isinstance(action_repeat, (int, np.integer)) and not isinstance(action_repeat, bool)
+    if not whole or action_repeat < 1 or horizon % action_repeat or prep_steps(horizon) % action_repeat:
         raise ValueError(f"action_repeat must be a positive divisor of the horizon ({horizon} steps) and of its "
                          f"preparation phase ({prep_steps(horizon)} steps), got {action_repeat!r}")
-    return repeat
+    return int(action_repeat)
 
 
 @dataclass(frozen=True)
