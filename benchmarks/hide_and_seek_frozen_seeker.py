@@ -19,6 +19,11 @@ strategy found here may not survive self-play (and this is no substitute for
 and training alternate in one process, and the frozen seeker's forward pass is paid on every step,
 so a minute here trains fewer samples than a minute of the distributed runtime. One run, one seed.
 
+What it has shown (2 cores, 30 minutes, against the final seeker of a win-rate pool run, from which
+scripted forts keep the hider hidden on 97 % of play steps): the hider stayed in the room and settled
+at 0.83 hidden with a fort rate of 0.003; with ``--ppo ent_coef=0.01`` it learned to carry a cube
+through preparation and reached 0.94 with no forts at all (``docs/hide_and_seek_learning.md``).
+
 The last stdout line is one JSON object.
 """
 from __future__ import annotations
