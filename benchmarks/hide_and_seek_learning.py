@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     parser.add_argument("--recurrent", action="store_true", help="the recipe's --recurrent: the spec's LSTM")
     parser.add_argument("--action-repeat", type=int, default=None, metavar="STEPS",
-                        help="the recipe's --action-repeat: env steps each action acts for (default: the size's)")
+                        help="the recipe's --action-repeat: env steps each decision acts for (default 1)")
     parser.add_argument("--hider-spawn", default="room", choices=["room", "anywhere"],
                         help="the recipe's --hider-spawn: room (the quadrant default, measured here) or anywhere")
     args = parser.parse_args(argv)

@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
     parser.add_argument("--recurrent", action="store_true", help="add the spec's LSTM (BPTT chunks of up to 10 steps)")
     parser.add_argument("--action-repeat", type=int, default=None, metavar="STEPS",
-                        help="env steps each action acts for (default: the size's)")
+                        help="env steps each decision acts for (default 1)")
     parser.add_argument("--device", default="cpu",
                         help="where the trainer and a policy worker run: cpu (inline inference) or cuda; actors stay "
                              "on the CPU cores")
