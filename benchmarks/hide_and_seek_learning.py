@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
     parser.add_argument("--seekers", type=int, default=None, help="seekers per env (default: the size's)")
     parser.add_argument("--recurrent", action="store_true", help="the recipe's --recurrent: the spec's LSTM")
-    parser.add_argument("--action-repeat", type=int, default=None, metavar="STEPS",
+    parser.add_argument("--action-repeat", type=int, default=1, metavar="STEPS",
                         help="the recipe's --action-repeat: env steps each decision acts for (default 1)")
     parser.add_argument("--hider-spawn", default="room", choices=["room", "anywhere"],
                         help="the recipe's --hider-spawn: room (the quadrant default, measured here) or anywhere")
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
                              *(["--hiders", str(args.hiders)] if args.hiders else []),
                              *(["--seekers", str(args.seekers)] if args.seekers else []),
                              *(["--recurrent"] if args.recurrent else []),
-                             *(["--action-repeat", str(args.action_repeat)] if args.action_repeat else []),
+                             "--action-repeat", str(args.action_repeat),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
                              *(arg for assignment in args.ppo for arg in ("--ppo", assignment)),
                              *(arg for assignment in args.trainer for arg in ("--trainer", assignment)),
@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> None:
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
         # the runtime counts decisions; each acts for action_repeat env steps
-        "env_steps": result["env_steps"] * (args.action_repeat or 1), "decisions": result["env_steps"],
-        "action_repeat": args.action_repeat or 1, "updates": result["version"], "minutes": args.minutes,
+        "env_steps": result["env_steps"] * args.action_repeat, "decisions": result["env_steps"],
+        "action_repeat": args.action_repeat, "updates": result["version"], "minutes": args.minutes,
         "size": args.size, "ppo_overrides": args.ppo, "trainer_overrides": args.trainer, "batch_steps": args.batch_steps,
         "pool_every": args.pool_every, "pool_overrides": args.pool, "mapping": args.mapping, "hiders": args.hiders,
         "seekers": args.seekers,

@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
     parser.add_argument("--recurrent", action="store_true", help="add the spec's LSTM (BPTT chunks of up to 10 steps)")
-    parser.add_argument("--action-repeat", type=int, default=None, metavar="STEPS",
+    parser.add_argument("--action-repeat", type=int, default=1, metavar="STEPS",
                         help="env steps each decision acts for (default 1)")
     parser.add_argument("--device", default="cpu",
                         help="where the trainer and a policy worker run: cpu (inline inference) or cuda; actors stay "
@@ -83,15 +83,14 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
 
 def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ExperimentConfig:
     """The showcase config with the command line's changes; a bad override exits naming its flag."""
-    if args.action_repeat is not None:
-        try:
-            check_action_repeat(args.action_repeat, DEFAULT_HORIZON[args.scenario])
-        except ValueError as error:
-            parser.error(f"--action-repeat: {error}")
+    try:
+        check_action_repeat(args.action_repeat, DEFAULT_HORIZON[args.scenario])
+    except ValueError as error:
+        parser.error(f"--action-repeat: {error}")
     config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                              scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
                              hidden=args.hidden, embed=args.embed, device=args.device,
-                             recurrent=args.recurrent, action_repeat=args.action_repeat or 1)
+                             recurrent=args.recurrent, action_repeat=args.action_repeat)
     if args.batch_steps:
         config.trainer.batch_steps = args.batch_steps
     if args.random_opponents:

@@ -62,6 +62,7 @@ class HideAndSeekGroup:
     def step(self, actions: np.ndarray) -> StepResult:
         """One decision: ``actions[num_envs, num_agents, 5]`` for ``action_repeat`` env steps (fewer
         where an episode ends); finished envs reset in place. Rewards are summed over the steps."""
+        actions = self._check_actions(actions)
         result = self._step(actions)
         for _ in range(1, self.action_repeat):
             if result.terminated.any() or result.truncated.any():
@@ -72,6 +73,7 @@ class HideAndSeekGroup:
         return result
 
     def _step(self, actions: np.ndarray) -> StepResult:
+        """One env step with checked ``actions`` (``_check_actions``)."""
         raise NotImplementedError
 
     @staticmethod

@@ -116,7 +116,6 @@ class HideAndSeekLite(HideAndSeekGroup):
         place. When an episode ends, ``final_obs`` holds every env's observation before those resets
         (its rows for envs still running equal ``obs``).
         """
-        actions = self._check_actions(actions)
         n = self.num_envs
         reward = np.zeros((n, self.num_agents), np.float32)
         done = np.zeros(n, np.bool_)

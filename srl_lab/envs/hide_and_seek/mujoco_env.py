@@ -55,7 +55,6 @@ class HideAndSeekMujoco(HideAndSeekGroup):
     def _step(self, actions: np.ndarray) -> StepResult:
         if not self._episodes:
             self.reset()
-        actions = self._check_actions(actions)
         obs, finals, episodes = [], {}, []
         reward = np.zeros((self.num_envs, self.num_agents), dtype=np.float32)
         terminated = np.zeros(self.num_envs, dtype=bool)  # the horizon ends the game: no bootstrap past it
