@@ -32,10 +32,10 @@ hidden from a random seeker on ~93 % of play steps. The fort rate comes from sel
 hider that blocks doors only against a frozen opponent would not show up in it.
 
 What it has shown (``docs/hide_and_seek_learning.md`` keeps every run and experiment, oldest first):
-in 30 minutes on 2 cores at one actor the defaults make 11-15 M env steps; seekers learn to enter the
-room within one to three minutes, and hiders answer by leaving the room in part, by carrying a box as a shield
-and by locking boxes, closing a door now and then but never holding a fort: the fort rate never
-passed 0.03 in any stretch of any run.
+in 30 minutes on 2 cores at one actor the defaults make 11-22 M env steps (the machines differ);
+seekers learn to enter the room within one to three minutes, and hiders answer by leaving the room
+in part, by carrying a box as a shield and by locking boxes, closing a door now and then but never
+holding a fort: the fort rate never passed 0.03 in any stretch of any run.
 
 The last stdout line is one JSON object.
 """
