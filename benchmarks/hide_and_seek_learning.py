@@ -101,7 +101,7 @@ def last_fraction_mean(episodes: list[dict[str, Any]], key: str, fraction: float
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--episodes", type=int, default=200, help="evaluation episodes per arm")
+    parser.add_argument("--episodes", type=int, default=200, help="evaluation episodes per arm (0: no evaluation, gains null)")
     parser.add_argument("--window", type=int, default=200, help="episodes in the rolling means of the milestones")
     parser.add_argument("--size", default="laptop", help="showcase size (short: a CI smoke run)")
     parser.add_argument("--run-dir", default=f"runs/bench-hide-and-seek-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         # to close in half of the episodes, so the fort rate is also given per door count
         "fort_rate_by_doors": {str(doors): last_fraction_mean(
             [e for e in episodes if e.get("num_doors") == doors], "fort_prep") for doors in (1, 2)},
-        "seeker_gain_pts": evaluation["seeker_gain_pts"],
-        "hider_gain_pts": evaluation["hider_gain_pts"],
+        "seeker_gain_pts": evaluation["seeker_gain_pts"] if evaluation else None,
+        "hider_gain_pts": evaluation["hider_gain_pts"] if evaluation else None,
         "minutes_to": reached,
         "evaluation": evaluation,
         "training_last_10pct": {key: last_fraction_mean(episodes, key) for key in (

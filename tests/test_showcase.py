@@ -125,6 +125,17 @@ def test_milestone_times_come_from_the_rolling_mean():
 
 
 @pytest.mark.slow
+def test_learning_benchmark_without_evaluation_reports_null_gains(dask_client, tmp_path, capsys):
+    """``--episodes 0`` skips the evaluation: the JSON line still comes, its gains null."""
+    bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
+    bench.main(["--size", "short", "--minutes", "0.1", "--episodes", "0", "--run-dir", str(tmp_path / "run"),
+                "--scheduler", dask_client.scheduler.address])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["seeker_gain_pts"] is None and report["hider_gain_pts"] is None and report["evaluation"] is None
+    assert report["env_steps"] > 0
+
+
+@pytest.mark.slow
 def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
     bench.main(["--size", "short", "--minutes", "0.3", "--episodes", "8", "--window", "5", "--hidden", "24",
