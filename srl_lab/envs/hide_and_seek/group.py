@@ -62,7 +62,7 @@ class HideAndSeekGroup:
     def step(self, actions: np.ndarray) -> StepResult:
         """One decision: ``actions[num_envs, num_agents, 5]`` for ``action_repeat`` env steps (fewer
         where an episode ends); finished envs reset in place. Rewards are summed over the steps."""
-        actions = self._check_actions(actions)
+        actions = self._decision_actions(self._check_actions(actions))
         result = self._step(actions)
         for _ in range(1, self.action_repeat):
             if result.terminated.any() or result.truncated.any():
@@ -71,6 +71,10 @@ class HideAndSeekGroup:
             result.reward += previous.reward
             result.env_errors += previous.env_errors
         return result
+
+    def _decision_actions(self, actions: np.ndarray) -> np.ndarray:
+        """The actions one decision plays, from the checked ones (a subclass may replace some rows)."""
+        return actions
 
     def _step(self, actions: np.ndarray) -> StepResult:
         """One env step with checked ``actions`` (``_check_actions``)."""

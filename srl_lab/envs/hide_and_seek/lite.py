@@ -101,15 +101,18 @@ class HideAndSeekLite(HideAndSeekGroup):
         return obs
 
     def step(self, actions: np.ndarray) -> StepResult:
-        """``HideAndSeekGroup.step``; random opponents (if any) draw their actions once per decision."""
+        """``HideAndSeekGroup.step``, after the first ``reset`` if none came yet."""
         if self._needs_reset:
             self.reset()
-        if self.trained_rows is not None:
-            actions = self._check_actions(actions)
-            nvec = np.asarray(spec.ACTION_NVEC)
-            random_actions = (self._opponent_rng.random(actions.shape) * nvec).astype(np.int64)
-            actions = np.where(self._random_rows[..., None], random_actions, actions)
         return super().step(actions)
+
+    def _decision_actions(self, actions: np.ndarray) -> np.ndarray:
+        """Random opponents (if any) draw their actions, once per decision."""
+        if not self._random_rows.any():
+            return actions
+        nvec = np.asarray(spec.ACTION_NVEC)
+        random_actions = (self._opponent_rng.random(actions.shape) * nvec).astype(np.int64)
+        return np.where(self._random_rows[..., None], random_actions, actions)
 
     def _step(self, actions: np.ndarray) -> StepResult:
         """One env step of every env with ``actions[num_envs, num_agents, 5]``; finished envs reset in
