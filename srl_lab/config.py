@@ -116,8 +116,8 @@ class PoolConfig:
     The policy's trainer keeps every ``every_versions``-th version, ``size`` at most (the oldest
     leaves). In ``envs_fraction`` of each env group one team of the policy's agents (alternating
     over those envs) is played by a past version drawn by ``sampling`` ("latest", "uniform", or
-    "win_rate": the versions the trained side beats least, more often), redrawn every ``swap_steps``
-    steps of the group; those rows are never trained on.
+    "win_rate": the versions the trained side beats least as that team, more often), each team its
+    own, redrawn every ``swap_steps`` steps of the group; those rows are never trained on.
     """
 
     every_versions: int = 10

@@ -14,7 +14,7 @@ from srl_lab.config import (ActorConfig, ConfigError, EnvConfig, ExperimentConfi
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
 from srl_lab.system.inference import Reply
-from srl_lab.system.opponent_pool import OpponentPlay, draw, frozen_rows
+from srl_lab.system.opponent_pool import OpponentPlay, Seat, draw, frozen_teams
 from srl_lab.system.policy_views import PolicyView
 
 ROUNDS = 10
@@ -54,9 +54,9 @@ class RockPaperScissors(ParallelEnv):
 
 def test_past_versions_play_one_team_per_pool_env_alternating():
     view = PolicyView(num_envs=6, num_agents=2, observation_space=None, action_space=None)
-    frozen = frozen_rows(view, envs_fraction=0.5).reshape(6, 2)
-    assert frozen[:3].tolist() == [[True, False], [False, True], [True, False]]
-    assert not frozen[3:].any()  # the other envs are plain self-play
+    frozen = frozen_teams(view, envs_fraction=0.5).reshape(6, 2)
+    assert frozen[:3].tolist() == [[0, -1], [-1, 1], [0, -1]]  # each agent its own team: no teams named
+    assert (frozen[3:] == -1).all()  # the other envs are plain self-play
 
 
 def test_win_rate_sampling_prefers_the_versions_the_trained_side_beats_least():
@@ -86,25 +86,47 @@ class Constant:
 
 
 def test_an_episode_is_recorded_against_the_version_that_played_all_of_it():
-    frozen = np.array([True, False, False, False])  # env 0's first agent; 2 envs x 2 agents
-    versions = [4]
-    play = OpponentPlay(PoolConfig(swap_steps=3, sampling="latest"), frozen, Constant(), lambda: versions,
-                        lambda v: {"w": np.zeros(1)}, seed=0)
+    versions = [4]  # env 0's first agent is frozen; 2 envs x 2 agents
+    play = OpponentPlay(PoolConfig(swap_steps=3, sampling="latest"), [Seat("team_0", np.array([0]), Constant())],
+                        lambda: versions, lambda v: {"w": np.zeros(1)}, seed=0, num_rows=4)
     obs = np.zeros((4, 3), np.float32)
     reply = play.act(obs, Reply(np.zeros(4, np.int64), np.ones(4), np.ones(4), version=7))
-    assert reply.actions.tolist() == [2, 0, 0, 0] and play.version == 4  # only the frozen row replaced
+    assert reply.actions.tolist() == [2, 0, 0, 0] and play.seats[0].version == 4  # only the frozen row replaced
     for step in range(3):
         play.record(np.array([-1.0, 1.0, 0.0, 0.0]), np.array([step == 2, step == 2, False, False]))
-    assert play.take_results() == [{"opponent": 4, "return": -3.0, "won": True}]
+    assert play.take_results() == [{"opponent": 4, "team": "team_0", "return": -3.0, "won": True}]
     versions.append(6)
     play.act(obs, reply)  # 3 steps played: a new draw, the newest
-    assert play.version == 6
+    assert play.seats[0].version == 6
     play.record(np.zeros(4), np.zeros(4, bool))
     versions.append(8)
     play.steps = 3
     play.act(obs, reply)  # swapped mid-episode: that episode is nobody's
     play.record(np.zeros(4), np.array([True, True, False, False]))
     assert play.take_results() == []
+
+
+def test_each_team_draws_its_past_versions_from_its_own_record():
+    """A version strong in one team and weak in the other is drawn for the team it beats the trained side in."""
+    versions = [0, 10]
+    seats = [Seat("hider", np.array([0]), Constant()), Seat("seeker", np.array([3]), Constant())]
+    play = OpponentPlay(PoolConfig(swap_steps=1, sampling="win_rate"), seats, lambda: versions,
+                        lambda v: {"w": np.zeros(1)}, seed=0, num_rows=4)  # env 0's hider, env 1's seeker
+    obs = np.zeros((4, 3), np.float32)
+    drawn: dict[str, list[int]] = {"hider": [], "seeker": []}
+    for _ in range(400):
+        play.act(obs, Reply(np.zeros(4, np.int64), np.ones(4), np.ones(4), version=7))
+        for seat in seats:
+            drawn[seat.name].append(seat.version)
+        # version 10 beats the trained side when it hides, version 0 when it seeks
+        wins = {s.name: s.version == (10 if s.name == "hider" else 0) for s in seats}
+        rewards = np.array([1.0 if wins["hider"] else -1.0, 0.0, 0.0, 1.0 if wins["seeker"] else -1.0])
+        play.record(rewards, np.ones(4, bool))
+    results = play.take_results()
+    assert {(r["team"], r["opponent"]) for r in results} == {("hider", 0), ("hider", 10), ("seeker", 0), ("seeker", 10)}
+    late = slice(200, None)
+    assert drawn["hider"][late].count(10) > 0.8 * 200 and drawn["seeker"][late].count(0) > 0.8 * 200
+    assert seats[0].wins[0][0] == seats[0].wins[0][1] and seats[0].wins[10][0] == 0  # the hider seat's record
 
 
 def test_a_bad_pool_setting_names_its_field():
@@ -144,6 +166,7 @@ def test_a_run_plays_past_versions_records_them_and_resumes_with_its_pool(dask_c
     played = run.metrics.pool_results["default"]
     assert played and all(r["opponent"] <= r["learner_version"] for r in played)  # past versions only
     assert {r["opponent"] % 2 for r in played} == {0}  # versions the pool took, every 2nd
+    assert {r["team"] for r in played} == {"team_0", "team_1"}  # each player's seat keeps its own record
     table = run.status()["pools"]["default"]
     assert sum(row["episodes"] for row in table) == len(played)
     assert all(0.0 <= row["win_rate"] <= 1.0 for row in table)

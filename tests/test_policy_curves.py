@@ -11,7 +11,7 @@ import numpy as np
 
 import srl_lab
 from srl_lab.curves import build_figure, render_png, smoothing_window
-from srl_lab.notebook.pools import pool_rows, pools_html
+from srl_lab.notebook.pools import TEAM_HEADER, pool_rows, pools_html
 from srl_lab.notebook.table import HEADER, rows_html, worker_rows
 from srl_lab.system.metrics import MetricsLog, headline, progress_postfix, rolling_mean
 
@@ -182,6 +182,20 @@ def test_pool_tables_read_the_metrics_logs_pool_table():
     log.add({"role": "actor", "srl_worker": "actor-0", "pool_results": {"pointer": results}})
     rows = pool_rows({"pools": {"pointer": log.pool_table("pointer")}})["pointer"]
     assert [(r.opponent, r.episodes, r.mean_return, r.win_rate) for r in rows] == [(2, 2, 0.0, 0.5), (5, 1, -3.0, 1.0)]
+    assert TEAM_HEADER not in pools_html({"pools": {"pointer": log.pool_table("pointer")}})  # an older log
+
+
+def test_pool_tables_keep_a_record_per_team_a_past_version_played():
+    log = MetricsLog(None)
+    results = [{"opponent": 4, "team": "hider", "return": 3.0, "won": False},
+               {"opponent": 4, "team": "seeker", "return": -5.0, "won": True},
+               {"opponent": 4, "team": "seeker", "return": -1.0, "won": True}]
+    log.add({"role": "actor", "srl_worker": "actor-0", "pool_results": {"default": results}})
+    table = log.pool_table("default")
+    assert [(r["opponent"], r["team"], r["episodes"], r["win_rate"]) for r in table] == [
+        (4, "hider", 1, 0.0), (4, "seeker", 2, 1.0)]
+    text = pools_html({"pools": {"default": table}})
+    assert f">{TEAM_HEADER}</th>" in text and ">hider</td>" in text and ">seeker</td>" in text
 
 
 # ---------------------------------------------------------------------------- the panel

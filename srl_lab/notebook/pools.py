@@ -1,9 +1,11 @@
 """The panel's opponent pools: for each policy playing past versions (self-play), its opponents' figures.
 
-``Run.status()`` may carry ``"pools": {policy: [{"opponent": version, "episodes": n, "mean_return": x,
-"win_rate": w}, ...]}`` (``MetricsLog.pool_table``: ``mean_return`` is the past version's, ``win_rate``
-the trained policy's); most runs have none, and then nothing is shown. Rows are plain data (as in
-``table``) so a test can check them without widgets; opponents keep the order the status gives.
+``Run.status()`` may carry ``"pools": {policy: [{"opponent": version, "team": name, "episodes": n,
+"mean_return": x, "win_rate": w}, ...]}`` (``MetricsLog.pool_table``: ``team`` is the one the past
+version played, ``mean_return`` is the past version's, ``win_rate`` the trained policy's); most runs
+have none, and then nothing is shown. A table has a "plays as" column when its rows name teams. Rows
+are plain data (as in ``table``) so a test can check them without widgets; opponents keep the order
+the status gives.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 from srl_lab.policies import DEFAULT
 
 HEADER = ("past version", "episodes", "its mean return", "win rate against it")
+TEAM_HEADER = "plays as"
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class PoolRow:
     episodes: int
     mean_return: float | None  # the past version's
     win_rate: float | None  # the trained policy's, 0-1
+    team: str | None = None  # the team the past version played (None: not recorded)
 
 
 def pool_rows(status: dict[str, Any]) -> dict[str, list[PoolRow]]:
@@ -34,7 +38,8 @@ def pool_rows(status: dict[str, Any]) -> dict[str, list[PoolRow]]:
 
 def _row(entry: dict[str, Any]) -> PoolRow:
     return PoolRow(opponent=entry.get("opponent"), episodes=int(entry.get("episodes") or 0),
-                   mean_return=_number(entry.get("mean_return")), win_rate=_number(entry.get("win_rate")))
+                   mean_return=_number(entry.get("mean_return")), win_rate=_number(entry.get("win_rate")),
+                   team=entry.get("team") or None)
 
 
 def _number(value: Any) -> float | None:
@@ -58,10 +63,13 @@ def pools_html(status: dict[str, Any]) -> str:
 def _table(policy: str, rows: list[PoolRow]) -> str:
     name = html.escape(policy)
     caption = "against past versions" if policy == DEFAULT else f"{name} against past versions"
-    head = "".join(f"<th style='text-align:left;padding:2px 10px'>{h}</th>" for h in HEADER)
+    teams = any(r.team for r in rows)
+    header = HEADER[:1] + (TEAM_HEADER,) + HEADER[1:] if teams else HEADER
+    head = "".join(f"<th style='text-align:left;padding:2px 10px'>{h}</th>" for h in header)
     body = []
     for r in rows:
-        cells = (str(r.opponent), f"{r.episodes:,}", _fmt(r.mean_return, "{:.2f}"), _fmt(r.win_rate, "{:.0%}"))
+        cells = (str(r.opponent), *((r.team or "—",) if teams else ()), f"{r.episodes:,}",
+                 _fmt(r.mean_return, "{:.2f}"), _fmt(r.win_rate, "{:.0%}"))
         tds = "".join(f"<td style='padding:2px 10px'>{html.escape(c)}</td>" for c in cells)
         body.append(f"<tr data-opponent='{html.escape(str(r.opponent))}'>{tds}</tr>")
     return (f"<table class='srl-pool' data-policy='{name}' style='border-collapse:collapse;font-size:12px'>"

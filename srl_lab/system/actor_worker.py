@@ -19,7 +19,7 @@ from srl_lab.policies import for_policy, policy_ids, service
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
-from srl_lab.system.opponent_pool import LISTING, OpponentPlay, frozen_rows, pool_tag
+from srl_lab.system.opponent_pool import LISTING, OpponentPlay, Seat, frozen_teams, pool_tag, team_name
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.sample_stream import SampleSender, trainer_of_actor
@@ -132,8 +132,11 @@ class OpponentPools:
 
     def play(self, view: Any, seed: int) -> OpponentPlay:
         pool = self.config.policy.pool
-        opponent = make_policy(self.config, view.observation_space, view.action_space, describe(view))
-        return OpponentPlay(pool, frozen_rows(view, pool.envs_fraction), opponent, self.current, self.fetch, seed)
+        frozen = frozen_teams(view, pool.envs_fraction)
+        seats = [Seat(team_name(view, int(team)), np.flatnonzero(frozen == team),
+                      make_policy(self.config, view.observation_space, view.action_space, describe(view)))
+                 for team in np.unique(frozen[frozen >= 0])]
+        return OpponentPlay(pool, seats, self.current, self.fetch, seed, num_rows=len(frozen))
 
     def close(self) -> None:
         self.listing.close()

@@ -26,7 +26,7 @@ class MetricsLog:
         self._actor_steps: dict[tuple[str, Any], int] = {}  # (actor, incarnation) -> env steps it reported
         self._trainer_steps: dict[str, int] = {}  # trainer id -> env steps it consumed (ranks add up)
         self.pool_results: dict[str, list[dict[str, Any]]] = {}  # policy -> episodes against past versions
-        self._pool_tally: dict[str, dict[int, list]] = {}  # policy -> version -> [episodes, return sum, wins]
+        self._pool_tally: dict[str, dict[tuple, list]] = {}  # policy -> (version, team) -> [episodes, return sum, wins]
         if resume and path:
             for record in _read(path):
                 self.add(record, persist=False)
@@ -43,8 +43,9 @@ class MetricsLog:
                 self._actor_steps[(record.get("srl_worker", "?"), record.get("inc"))] = record["env_steps"]
             for policy, results in (record.get("pool_results") or {}).items():
                 self.pool_results.setdefault(policy, []).extend(results)
-                for r in results:  # episodes, return sum, wins per past version: status() reads it often
-                    tally = self._pool_tally.setdefault(policy, {}).setdefault(r["opponent"], [0, 0.0, 0])
+                for r in results:  # episodes, return sum, wins per past version and team: status() reads it often
+                    key = (r["opponent"], r.get("team") or "")
+                    tally = self._pool_tally.setdefault(policy, {}).setdefault(key, [0, 0.0, 0])
                     tally[0] += 1
                     tally[1] += r["return"]
                     tally[2] += bool(r["won"])
@@ -101,14 +102,15 @@ class MetricsLog:
         return {key for key in keys if any(key in e for e in recent)}
 
     def pool_table(self, policy: str) -> list[dict[str, Any]]:
-        """Per past version the policy played against: episodes, that version's mean return, win rate.
+        """Per past version and team it played: episodes, that version's mean return, win rate.
 
-        The win rate is the trained side's (episodes where the past version's return was negative).
+        The win rate is the trained side's (episodes where the past version's return was negative);
+        ``team`` is "" in logs written before the pool kept a record per team.
         """
         with self._lock:
             tally = sorted(self._pool_tally.get(policy, {}).items())
-        return [{"opponent": version, "episodes": n, "mean_return": total / n, "win_rate": wins / n}
-                for version, (n, total, wins) in tally]
+        return [{"opponent": version, "team": team, "episodes": n, "mean_return": total / n, "win_rate": wins / n}
+                for (version, team), (n, total, wins) in tally]
 
     def workers(self, role: str | None = None) -> dict[str, dict[str, Any]]:
         with self._lock:

@@ -8,9 +8,10 @@ resumed run plays against the same past versions.
 ``OpponentPlay`` (actor, one per env group and policy): in the first ``envs_fraction`` of the
 group's envs, one team of the policy's agents (team ``e % teams`` in pool env ``e``; each agent is
 its own team when the env names none) is played by a past version instead of the latest. Those rows
-are never sent to the trainer. The group draws its opponent every ``swap_steps`` steps; an episode
-a past version played from start to end is recorded with that version and its agents' return.
-For zero-sum games the trained side won when that return is negative (``won``).
+are never sent to the trainer. Each team's rows are a ``Seat`` with its own past version, drawn every
+``swap_steps`` steps from that team's record; an episode a past version played from start to end is
+recorded with that version, the team it played and its agents' return. For zero-sum games the
+trained side won when that return is negative (``won``).
 """
 from __future__ import annotations
 
@@ -62,16 +63,25 @@ class PoolKeeper:
             self.add(int(version), weights)
 
 
-def frozen_rows(view: Any, envs_fraction: float) -> np.ndarray:
-    """bool [num_envs * num_agents]: the rows a past version plays (see the module docstring)."""
+def frozen_teams(view: Any, envs_fraction: float) -> np.ndarray:
+    """int [num_envs * num_agents]: the team whose past version plays each row, -1 where the latest plays.
+
+    In pool env ``e`` (the first ``envs_fraction`` of the envs) the agents of team ``e % teams`` are
+    frozen; an env that names no teams makes each agent its own team.
+    """
     n_envs, n_agents = view.num_envs, view.num_agents
     teams = np.asarray(extras(view).agent_teams or range(n_agents))
     n_teams = int(teams.max()) + 1
     pool_envs = max(1, round(envs_fraction * n_envs))
-    frozen = np.zeros((n_envs, n_agents), dtype=bool)
+    frozen = np.full((n_envs, n_agents), -1, dtype=np.int64)
     for e in range(pool_envs):
-        frozen[e] = teams == e % n_teams
+        frozen[e] = np.where(teams == e % n_teams, teams, -1)
     return frozen.reshape(-1)
+
+
+def team_name(view: Any, team: int) -> str:
+    names = extras(view).team_names
+    return names[team] if names and team < len(names) else f"team_{team}"
 
 
 def draw(versions: list[int], sampling: str, wins: dict[int, list[int]], rng: np.random.Generator) -> int:
@@ -85,64 +95,91 @@ def draw(versions: list[int], sampling: str, wins: dict[int, list[int]], rng: np
     return int(rng.choice(versions, p=weights / weights.sum()))
 
 
-class OpponentPlay:
-    """Plays a group's frozen rows with a past version and records how those episodes went."""
+class Seat:
+    """One team's frozen rows of a group, played by one past version at a time.
 
-    def __init__(self, config: PoolConfig, frozen: np.ndarray, opponent: Policy, listing: Callable[[], list[int]],
-                 fetch: Callable[[int], dict[str, np.ndarray] | None], seed: int):
-        self.config = config
-        self.frozen = frozen
-        self.frozen_index = np.flatnonzero(frozen)
+    ``wins`` is this team's record: a version can be strong as a hider and weak as a seeker, so
+    the trained side's win rate against it is kept per team it played.
+    """
+
+    def __init__(self, name: str, rows: np.ndarray, opponent: Policy):
+        self.name = name
+        self.rows = rows  # flat row indices of the group
         self.opponent = opponent
+        self.version: int | None = None  # the past version playing now (None: the pool is empty yet)
+        self.wins: dict[int, list[int]] = {}  # version -> [episodes the trained side won, episodes]
+
+
+class OpponentPlay:
+    """Plays a group's frozen rows with past versions, one per team, and records how those episodes went."""
+
+    def __init__(self, config: PoolConfig, seats: list[Seat], listing: Callable[[], list[int]],
+                 fetch: Callable[[int], dict[str, np.ndarray] | None], seed: int, num_rows: int):
+        self.config = config
+        self.seats = seats
+        self.frozen = np.zeros(num_rows, dtype=bool)
+        for seat in seats:
+            self.frozen[seat.rows] = True
+        self.frozen_index = np.flatnonzero(self.frozen)
+        self.seat_of = np.zeros(num_rows, dtype=np.int64)  # seat index per row (frozen rows only)
+        for i, seat in enumerate(seats):
+            self.seat_of[seat.rows] = i
+        self.seat_of = self.seat_of[self.frozen_index]
         self.listing = listing
         self.fetch = fetch
         self.rng = np.random.default_rng(seed)
-        self.version: int | None = None  # the past version playing now (None: the pool is empty yet)
         self.steps = 0
         self.weights: dict[int, dict[str, np.ndarray]] = {}
-        self.wins: dict[int, list[int]] = {}  # version -> [episodes the trained side won, episodes]
-        self.returns = np.zeros(int(frozen.sum()))
-        self.played_by = np.full(int(frozen.sum()), FRESH)  # who played the row's episode so far
+        self.returns = np.zeros(len(self.frozen_index))
+        self.played_by = np.full(len(self.frozen_index), FRESH)  # who played the row's episode so far
         self.results: list[dict[str, Any]] = []
 
+    @property
+    def drawn(self) -> bool:
+        return all(seat.version is not None for seat in self.seats)
+
     def _refresh(self) -> None:
-        if self.version is None or self.steps >= self.config.swap_steps:
-            versions = self.listing()
-            if versions:
-                version = draw(versions, self.config.sampling, self.wins, self.rng)
-                weights = self.weights.get(version) or self.fetch(version)
-                if weights is not None:
-                    self.weights = {v: w for v, w in self.weights.items() if v in versions}
-                    self.weights[version] = weights
-                    self.opponent.load_weights(weights)
-                    self.version, self.steps = version, 0
+        if self.drawn and self.steps < self.config.swap_steps:
+            return
+        versions = self.listing()
+        if not versions:
+            return
+        self.weights = {v: w for v, w in self.weights.items() if v in versions}
+        for seat in self.seats:
+            version = draw(versions, self.config.sampling, seat.wins, self.rng)
+            weights = self.weights.get(version) or self.fetch(version)
+            if weights is not None:
+                self.weights[version] = weights
+                seat.opponent.load_weights(weights)
+                seat.version = version
+        self.steps = 0
 
     def act(self, obs: Any, reply: Reply) -> Reply:
-        """``reply`` with the frozen rows' actions taken by the past version (the latest's, before any)."""
+        """``reply`` with each seat's rows' actions taken by its past version (the latest's, before any)."""
         self._refresh()
-        if self.version is None:
-            return reply
-        rows = self.frozen_index
-        actions, logp, values = run_policy(self.opponent, obs_rows(obs, rows))
-        reply.actions[rows], reply.logp[rows], reply.values[rows] = actions, logp, values
+        for seat in self.seats:
+            if seat.version is not None:
+                actions, logp, values = run_policy(seat.opponent, obs_rows(obs, seat.rows))
+                reply.actions[seat.rows], reply.logp[seat.rows], reply.values[seat.rows] = actions, logp, values
         return reply
 
     def record(self, rewards: np.ndarray, ended: np.ndarray) -> None:
         """After a step: add the frozen rows' rewards; an episode that ended is recorded if one version played it."""
         self.steps += 1
-        current = LATEST if self.version is None else self.version
+        current = np.array([LATEST if s.version is None else s.version for s in self.seats])[self.seat_of]
         frozen_rewards, frozen_ended = rewards[self.frozen_index], ended[self.frozen_index]
-        self.played_by = np.where(self.played_by == FRESH, current,
-                                  np.where(self.played_by == current, current, MIXED))
+        self.played_by = np.where((self.played_by == FRESH) | (self.played_by == current), current, MIXED)
         self.returns += frozen_rewards
         for i in np.flatnonzero(frozen_ended):
             version = int(self.played_by[i])
             if version >= 0:
+                seat = self.seats[self.seat_of[i]]
                 won = bool(self.returns[i] < 0)
-                tally = self.wins.setdefault(version, [0, 0])
+                tally = seat.wins.setdefault(version, [0, 0])
                 tally[0] += won
                 tally[1] += 1
-                self.results.append({"opponent": version, "return": float(self.returns[i]), "won": won})
+                self.results.append({"opponent": version, "team": seat.name, "return": float(self.returns[i]),
+                                     "won": won})
         self.returns[frozen_ended] = 0.0
         self.played_by[frozen_ended] = FRESH
 
