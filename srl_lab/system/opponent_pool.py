@@ -117,14 +117,12 @@ class OpponentPlay:
                  fetch: Callable[[int], dict[str, np.ndarray] | None], seed: int, num_rows: int):
         self.config = config
         self.seats = seats
-        self.frozen = np.zeros(num_rows, dtype=bool)
-        for seat in seats:
-            self.frozen[seat.rows] = True
-        self.frozen_index = np.flatnonzero(self.frozen)
-        self.seat_of = np.zeros(num_rows, dtype=np.int64)  # seat index per row (frozen rows only)
+        seat_of = np.full(num_rows, -1)
         for i, seat in enumerate(seats):
-            self.seat_of[seat.rows] = i
-        self.seat_of = self.seat_of[self.frozen_index]
+            seat_of[seat.rows] = i
+        self.frozen = seat_of >= 0
+        self.frozen_index = np.flatnonzero(self.frozen)
+        self.seat_of = seat_of[self.frozen_index]  # the seat of each frozen row
         self.listing = listing
         self.fetch = fetch
         self.rng = np.random.default_rng(seed)
