@@ -93,6 +93,11 @@ class EnvExtras:
     prep_steps: int = 0
     horizon: int | None = None
 
+    def team_name(self, team: int) -> str:
+        """Team ``team``'s name: from ``team_names``, else ``team_<index>``."""
+        names = self.team_names
+        return names[team] if names and team < len(names) else f"team_{team}"
+
     @property
     def has_teams(self) -> bool:
         """True when the env names every agent's team and can tell the team of an observation row."""

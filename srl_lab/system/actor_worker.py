@@ -14,12 +14,13 @@ import numpy as np
 import zmq
 
 from srl_lab.config import ExperimentConfig
+from srl_lab.api.env import extras
 from srl_lab.envs.factory import describe, make_policy, make_split
 from srl_lab.policies import for_policy, policy_ids, service
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
-from srl_lab.system.opponent_pool import LISTING, OpponentPlay, Seat, frozen_teams, pool_tag, team_name
+from srl_lab.system.opponent_pool import LISTING, OpponentPlay, Seat, frozen_teams, pool_tag
 from srl_lab.system.inference import InlineInference, RemoteInference
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.sample_stream import SampleSender, trainer_of_actor
@@ -133,7 +134,7 @@ class OpponentPools:
     def play(self, view: Any, seed: int) -> OpponentPlay:
         pool = self.config.policy.pool
         frozen = frozen_teams(view, pool.envs_fraction)
-        seats = [Seat(team_name(view, int(team)), np.flatnonzero(frozen == team),
+        seats = [Seat(extras(view).team_name(int(team)), np.flatnonzero(frozen == team),
                       make_policy(self.config, view.observation_space, view.action_space, describe(view)))
                  for team in np.unique(frozen[frozen >= 0])]
         return OpponentPlay(pool, seats, self.current, self.fetch, seed, num_rows=len(frozen))

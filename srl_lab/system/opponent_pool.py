@@ -79,11 +79,6 @@ def frozen_teams(view: Any, envs_fraction: float) -> np.ndarray:
     return frozen.reshape(-1)
 
 
-def team_name(view: Any, team: int) -> str:
-    names = extras(view).team_names
-    return names[team] if names and team < len(names) else f"team_{team}"
-
-
 def draw(versions: list[int], sampling: str, wins: dict[int, list[int]], rng: np.random.Generator) -> int:
     """An opponent version: the newest, uniform, or by win rate (those the trained side beats least)."""
     if sampling == "latest":
@@ -129,6 +124,7 @@ class OpponentPlay:
         self.steps = 0
         self.weights: dict[int, dict[str, np.ndarray]] = {}
         self.returns = np.zeros(len(self.frozen_index))
+        self.playing = np.full(len(self.frozen_index), LATEST)  # the version playing each frozen row now
         self.played_by = np.full(len(self.frozen_index), FRESH)  # who played the row's episode so far
         self.results: list[dict[str, Any]] = []
 
@@ -143,13 +139,14 @@ class OpponentPlay:
         if not versions:
             return
         self.weights = {v: w for v, w in self.weights.items() if v in versions}
-        for seat in self.seats:
+        for i, seat in enumerate(self.seats):
             version = draw(versions, self.config.sampling, seat.wins, self.rng)
             weights = self.weights.get(version) or self.fetch(version)
             if weights is not None:
                 self.weights[version] = weights
                 seat.opponent.load_weights(weights)
                 seat.version = version
+                self.playing[self.seat_of == i] = version
         self.steps = 0
 
     def act(self, obs: Any, reply: Reply) -> Reply:
@@ -164,9 +161,8 @@ class OpponentPlay:
     def record(self, rewards: np.ndarray, ended: np.ndarray) -> None:
         """After a step: add the frozen rows' rewards; an episode that ended is recorded if one version played it."""
         self.steps += 1
-        current = np.array([LATEST if s.version is None else s.version for s in self.seats])[self.seat_of]
         frozen_rewards, frozen_ended = rewards[self.frozen_index], ended[self.frozen_index]
-        self.played_by = np.where((self.played_by == FRESH) | (self.played_by == current), current, MIXED)
+        self.played_by = np.where((self.played_by == FRESH) | (self.played_by == self.playing), self.playing, MIXED)
         self.returns += frozen_rewards
         for i in np.flatnonzero(frozen_ended):
             version = int(self.played_by[i])
