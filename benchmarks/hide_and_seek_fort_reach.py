@@ -13,7 +13,10 @@ through the scripted hiders' episodes, and once more both teams from the same st
 episode of ``evaluate.play``'s worlds with this seed), so the hidden fractions say what the forts
 would have earned against the seeker the run trained, next to what its own hider earned; and the run's policy plays both teams through preparation from
 those starts, to show whether its hiders take cubes towards the doors (``door_gaps``: per door, the
-nearest cube's distance from the spot that closes it, at the start and when preparation ends).
+nearest cube's distance from the spot that closes it, at the start and when preparation ends) and
+whether they keep the forts they build (``forts_in_preparation``, per door count: the share of starts
+with every door closed at some preparation step and when it ends; locked cubes do not move and only
+their team unlocks them, so a fort undone before the end was unlocked by its own hider).
 
 How it could mislead: the controller reads true positions and plans with the room's geometry, so
 its steps are a floor a policy seeing through a view cone and lidar will not reach; a controller
@@ -40,7 +43,7 @@ import torch
 from srl_lab.api.policy import obs_to_tensor
 from srl_lab.envs.hide_and_seek import spec
 from srl_lab.envs.hide_and_seek.evaluate import play
-from srl_lab.envs.hide_and_seek.fort_builder import door_gaps, fort_reach, quadrant_starts, replicas
+from srl_lab.envs.hide_and_seek.fort_builder import door_gaps, doors_now, fort_reach, quadrant_starts, replicas
 from srl_lab.system.actor_ring import flatten_rows
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,17 +85,33 @@ def gap_summary(gaps: list[float]) -> dict[str, float]:
             "within_0.5m": float(np.mean(gaps <= 0.5))}
 
 
-def learned_door_gaps(policy: Any, starts: int, seed: int, teams: dict[str, int]) -> dict[str, Any]:
-    """Per door, the nearest cube's distance from its closing spot at the start and when preparation
-    ends with ``policy`` playing both teams from the same starts: do its hiders take cubes to doors?"""
+def fort_summary(fort: np.ndarray, doors: np.ndarray) -> dict[str, dict[str, float | int]]:
+    """Per door count, from ``fort[prep step, start]`` (1.0 while every door is closed): the share of
+    starts closed when preparation ends, closed at some step of it, and closed once but not at its end."""
+    built, kept = fort.max(axis=0) == 1.0, fort[-1] == 1.0
+    return {str(k): {"starts": int(np.sum(doors == k)), "at_prep_end": float(np.mean(kept[doors == k])),
+                     "at_any_prep_step": float(np.mean(built[doors == k])),
+                     "undone_before_prep_end": float(np.mean((built & ~kept)[doors == k]))}
+            for k in (1, 2) if np.any(doors == k)}
+
+
+def learned_preparation(policy: Any, starts: int, seed: int, teams: dict[str, int]) -> dict[str, Any]:
+    """``policy`` playing both teams through preparation from the same starts: per door, the nearest
+    cube's distance from its closing spot at the start and when preparation ends (do its hiders take
+    cubes to doors?), and how often every door was closed at some step and at the end (do they keep
+    the forts they build?)."""
     origin = quadrant_starts(starts, seed=seed, **teams)
     env, obs = replicas(origin, list(range(starts)))
     act = acting(policy)
-    for _ in range(env.prep_steps):
+    fort = np.zeros((env.prep_steps, starts))
+    for step in range(env.prep_steps):
         obs = env.step(act(obs)).obs
+        fort[step] = [doors_now(env, e)[1] for e in range(starts)]
+    doors = np.array([doors_now(env, e)[2] for e in range(starts)])
     before = [gap for s in range(starts) for gap in door_gaps(origin, s)]
     after = [gap for e in range(starts) for gap in door_gaps(env, e)]
-    return {"at_start": gap_summary(before), "prep_end": gap_summary(after)}
+    return {"door_gaps": {"at_start": gap_summary(before), "prep_end": gap_summary(after)},
+            "forts_in_preparation": fort_summary(fort, doors)}
 
 
 def against_trained_seeker(run_dir: str, starts: int, seed: int,
@@ -109,7 +128,7 @@ def against_trained_seeker(run_dir: str, starts: int, seed: int,
     scripted = fort_reach(starts, seed=seed, seekers=acting(policy), **teams)
     forts = [e["hidden_fraction"] for e in scripted if e["fort_prep"] == 1.0]
     own = play(policy, policy, starts, seed=seed, num_envs=starts, scenario="quadrant", **teams)
-    return {"checkpoint": path, "version": version, **teams, "door_gaps": learned_door_gaps(policy, starts, seed, teams),
+    return {"checkpoint": path, "version": version, **teams, **learned_preparation(policy, starts, seed, teams),
             "scripted_hider_hidden": float(np.mean([e["hidden_fraction"] for e in scripted])),
             "scripted_hider_hidden_in_forts": float(np.mean(forts)) if forts else None,
             "trained_hider_hidden": own}
@@ -136,6 +155,9 @@ def main(argv: list[str] | None = None) -> None:
         start, end = vs["door_gaps"]["at_start"], vs["door_gaps"]["prep_end"]
         print(f"the run's hiders: a cube within 0.2 m of a door's closing spot at {start['within_0.2m']:.1%} of "
               f"doors at the start, {end['within_0.2m']:.1%} when preparation ends")
+        for doors, row in vs["forts_in_preparation"].items():
+            print(f"the run's hiders, {doors} door(s): every door closed at some preparation step in "
+                  f"{row['at_any_prep_step']:.1%} of {row['starts']} starts, when it ends in {row['at_prep_end']:.1%}")
     for doors, row in result["by_doors"].items():
         print(f"{doors} door(s): {row['starts']} starts, every door closed in {row['fort_share']:.1%}, "
               f"after {row['fort_step_median']} steps (median) of {result['prep_steps']}")

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from srl_lab.config import ConfigError
@@ -185,6 +186,9 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     gaps = vs["door_gaps"]
     assert gaps["at_start"]["within_0.2m"] == 0.0  # cubes never spawn where they close a door
     assert all(0.0 <= g["within_0.2m"] <= g["within_0.5m"] <= 1.0 and g["median_m"] > 0 for g in gaps.values())
+    forts = vs["forts_in_preparation"]
+    assert sum(row["starts"] for row in forts.values()) == 12
+    assert all(0.0 <= row["at_prep_end"] <= row["at_any_prep_step"] <= 1.0 for row in forts.values()), forts
 
     # The frozen-seeker diagnostic: a fresh policy trains on the hider rows against that run's final
     # seeker, whose rows never reach the trainer.
@@ -196,6 +200,16 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     assert all(0.0 <= v <= 1.0 for v in shares.values()), diagnostic
     *_, seeker, _ = fort_payoff.trained_policy(str(tmp_path / "run"), None)
     assert frozen.FrozenSeekers(3, seeker, n_hiders=1, n_seekers=1).trained_rows.tolist() == [0, 2, 4]
+
+
+def test_forts_built_in_preparation_and_undone_before_its_end_are_told_apart():
+    fort_summary = _load(ROOT / "benchmarks" / "hide_and_seek_fort_reach.py").fort_summary
+    fort = np.array([[0, 1, 0, 0],   # [preparation step, start]: 1.0 while every door is closed
+                     [1, 1, 0, 1],
+                     [1, 0, 0, 0]], dtype=float)
+    rows = fort_summary(fort, doors=np.array([1, 1, 2, 2]))
+    assert rows["1"] == {"starts": 2, "at_prep_end": 0.5, "at_any_prep_step": 1.0, "undone_before_prep_end": 0.5}
+    assert rows["2"] == {"starts": 2, "at_prep_end": 0.0, "at_any_prep_step": 0.5, "undone_before_prep_end": 0.5}
 
 
 def test_the_step_cost_benchmark_times_the_showcase_network_per_mode(capsys):

@@ -11,7 +11,8 @@ reach (a hider outputting 0 there unlocks it) unless the cube being moved is wit
 ``fort_reach`` plays every plan from the same starts (the env's own random worlds) and keeps the
 best per start: the share of starts some plan closes is a lower bound on what preparation allows.
 ``door_gaps`` measures, in any lite quadrant world, how far the cubes stand from the doors' closing
-spots, to compare a learned hider's preparation with this one's. Not a policy and never an opponent
+spots, and ``doors_now`` which of them hider-locked cubes close at any step, to compare a learned
+hider's preparation with this one's. Not a policy and never an opponent
 in training: it reads positions no observation holds.
 """
 from __future__ import annotations
@@ -101,6 +102,12 @@ def door_gaps(env: HideAndSeekLite, e: int) -> list[float]:
     """Per door of env ``e``'s room: how far the nearest cube stands from the spot that closes it (m)."""
     doors, cubes = _doors_and_cubes(env, e)
     return [min(math.dist(env._ob[e, o, :2], door_spot(*door)[0]) for o in cubes) for door in doors]
+
+
+def doors_now(env: HideAndSeekLite, e: int) -> tuple[float, float, float]:
+    """``doors.door_stats`` of env ``e`` as it stands: (share of doors closed, 1.0 if all are, doors)."""
+    boxes, n_boxes = hider_locked_boxes(env._ob[e], env._oi[e])
+    return door_stats(env._walls[e], env._n_walls[e], True, boxes, n_boxes)
 
 
 def in_place(cube: np.ndarray, job: Job) -> bool:
@@ -214,8 +221,7 @@ def fort_reach(starts: int, n_hiders: int = 1, n_seekers: int = 1, seed: int = 0
         obs = result.obs
         if step <= env.prep_steps:
             for e in np.flatnonzero(np.isnan(fort_step)):
-                boxes, n_boxes = hider_locked_boxes(env._ob[e], env._oi[e])
-                if door_stats(env._walls[e], env._n_walls[e], True, boxes, n_boxes)[1] == 1.0:
+                if doors_now(env, e)[1] == 1.0:
                     fort_step[e] = step
 
     def score(e: int) -> tuple[float, float]:  # most doors closed, then soonest
