@@ -12,8 +12,8 @@ reach (a hider outputting 0 there unlocks it) unless the cube being moved is wit
 best per start: the share of starts some plan closes is a lower bound on what preparation allows.
 ``door_gaps`` measures, in any lite quadrant world, how far the cubes stand from the doors' closing
 spots, and ``doors_now`` which of them hider-locked cubes close at any step, to compare a learned
-hider's preparation with this one's. Not a policy and never an opponent
-in training: it reads positions no observation holds.
+hider's preparation with this one's. Not a policy and never an opponent in training: it reads
+positions no observation holds.
 """
 from __future__ import annotations
 
