@@ -106,8 +106,9 @@ def learned_preparation(policy: Any, starts: int, seed: int, teams: dict[str, in
     fort = np.zeros((env.prep_steps, starts))
     for step in range(env.prep_steps):
         obs = env.step(act(obs)).obs
-        fort[step] = [doors_now(env, e)[1] for e in range(starts)]
-    doors = np.array([doors_now(env, e)[2] for e in range(starts)])
+        stats = np.array([doors_now(env, e) for e in range(starts)])  # rows: (share closed, fort, doors)
+        fort[step] = stats[:, 1]
+    doors = stats[:, 2]
     before = [gap for s in range(starts) for gap in door_gaps(origin, s)]
     after = [gap for e in range(starts) for gap in door_gaps(env, e)]
     return {"door_gaps": {"at_start": gap_summary(before), "prep_end": gap_summary(after)},

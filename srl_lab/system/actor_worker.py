@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import zmq
 
-from srl_lab.config import ExperimentConfig
 from srl_lab.api.env import extras
+from srl_lab.config import ExperimentConfig
 from srl_lab.envs.factory import describe, make_policy, make_split
 from srl_lab.policies import for_policy, policy_ids, service
 from srl_lab.system.actor_ring import ActorRing
