@@ -6,12 +6,18 @@ import datetime
 import multiprocessing
 import os
 import signal
+import sys
+import time
 import traceback
 
+import cloudpickle
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch.distributed as dist
+from distributed import get_worker
 
-from srl_lab.config import ActorConfig, ConfigError, ExperimentConfig, TrainerConfig
+from srl_lab.config import ActorConfig, ConfigError, EnvConfig, ExperimentConfig, TrainerConfig
 from srl_lab.presets import fast_cartpole
 from srl_lab.system import checkpoints
 from srl_lab.system.controller import Run, launch
@@ -128,6 +134,62 @@ def test_two_data_parallel_trainers_solve_cartpole_with_identical_weights(tmp_pa
     assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
     assert result["dropped_stale"] <= result["fragments_produced"] // 10, result  # batches keep pace with actors
     assert result["checkpoint"] is not None
+
+
+def _task() -> str:
+    """The Dask task this code runs in ("" outside a worker, e.g. where the launch probes the env)."""
+    try:
+        return str(get_worker().get_current_task())
+    except ValueError:
+        return ""
+
+
+class SlowInActorOne(gym.Wrapper):
+    """CartPole with 16 KiB observations (a few fragments outgrow the socket buffers) that takes 5 ms
+    a step in actor 1, known by the Dask task it runs in (``WorkerSet.submit`` names the tasks)."""
+
+    PADDING = 4092
+
+    def __init__(self):
+        super().__init__(gym.make("CartPole-v1"))
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (4 + self.PADDING,), np.float32)
+        self.delay_s = 0.005 if _task().endswith("actor-1") else 0.0
+
+    def observe(self, obs):
+        return np.concatenate([obs, np.zeros(self.PADDING, np.float32)])
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self.observe(obs), info
+
+    def step(self, action):
+        time.sleep(self.delay_s)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self.observe(obs), reward, terminated, truncated, info
+
+
+@pytest.mark.slow
+def test_a_rank_waiting_on_a_slow_peer_still_takes_its_actors_last_fragments_at_stop(tmp_path):
+    """Rank 0's actor is fast and rank 1's slow: rank 0 holds two batches and stops reading while it
+    waits for rank 1. Stopping then leaves rank 1 with a partial batch, so the group trains no more
+    until the trainers are told to stop, after every actor has returned. Rank 0 must read on while
+    the actors stop, or the fragments its actor queued die with the actor's socket after
+    ``FLUSH_LINGER_MS`` and the books count them lost in a run where nothing failed."""
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # as a notebook-defined env travels
+    try:
+        config = ExperimentConfig(
+            name="test-ddp-slow-peer", env=EnvConfig(id=None, factory=SlowInActorOne),
+            actors=ActorConfig(workers=2, ring_size=2, envs_per_group=64, fragment_length=4),
+            trainer=TrainerConfig(trainers=2, batch_steps=512, buffer_fragments=1))
+        run = launch(config, run_dir=str(tmp_path))
+        try:
+            wait_for(lambda: run.status()["version"] >= 2, 180, "updates of the group")
+        finally:
+            result = run.stop()
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert result["fragments_lost"] == 0, result
+    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
 
 
 def _worker(run, worker_id: str) -> dict:

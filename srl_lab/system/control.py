@@ -102,6 +102,7 @@ class WorkerContext:
             self._events["pause"] = Event(flag_name(run_id, "pause"))
         if role == "trainer":
             self._events["checkpoint"] = Event(flag_name(run_id, "checkpoint"))
+            self._events["actors_stopping"] = Event(flag_name(run_id, "actors-stopping"))
         self._flags = dict.fromkeys(self._events, False)
         self._next_check = 0.0
         self._next_beat = 0.0
@@ -175,6 +176,11 @@ class WorkerContext:
         """Actors idle while the run is paused (the trainer keeps its state; nothing is lost)."""
         self._refresh()
         return self._flags.get("pause", False)
+
+    def actors_stopping(self) -> bool:
+        """The run is stopping its actors (``shutdown.drain``): trainers read whatever arrives."""
+        self._refresh()
+        return self._flags.get("actors_stopping", False)
 
     def checkpoint_requested(self) -> bool:
         """True once per on-demand checkpoint request (the flag is cleared here)."""

@@ -1,9 +1,10 @@
 """Stopping a run: the graceful drain that closes the books, and the abort of a failed run.
 
-Graceful: actors are told to stop and report how many fragments each incarnation produced; the
-trainers wait for exactly those, train on what is left and return their counters and ledgers; then
-the policy workers stop. ``fragments_produced == fragments_consumed + dropped_stale + fragments_lost``
-holds per run, where lost fragments went down with a killed actor or trainer process.
+Graceful: actors are told to stop (and the trainers that they are stopping, so they read without
+limit) and report how many fragments each incarnation produced; the trainers wait for exactly those,
+train on what is left and return their counters and ledgers; then the policy workers stop.
+``fragments_produced == fragments_consumed + dropped_stale + fragments_lost`` holds per run, where
+lost fragments went down with a killed actor or trainer process.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from distributed import Event, Variable
 
-from srl_lab.system.control import expected_fragments_name, stop_event_name
+from srl_lab.system.control import expected_fragments_name, flag_name, stop_event_name
 from srl_lab.system.metrics import MetricsLog
 from srl_lab.system.sample_stream import account, ledger_key
 from srl_lab.system.supervision import INFRASTRUCTURE_ERRORS
@@ -45,6 +46,7 @@ def drain(workers: WorkerSet, finished_actors: dict[int, dict[str, Any] | None],
     ``finished_actors`` (actor index -> final result, None if lost) gains the actors still running.
     ``slots`` gives each trainer's ``(policy, rank)``; every policy's books close on their own.
     """
+    Event(flag_name(workers.run_id, "actors-stopping"), client=workers.client).set()
     with workers.lock:
         workers.stopping.update(workers.futures)
         actors = workers.of_role("actor")

@@ -91,11 +91,13 @@ class Trainer(Learner):
     def receive_turn(self) -> None:
         """Read the sample socket for this turn of the loop: until the batch is full, waiting up to
         50 ms; in a data-parallel group also while the other ranks fill theirs, without waiting and
-        up to a second batch. A full rank that stopped reading there would leave its actors' last
-        fragments unread while they stop (they give them FLUSH_LINGER_MS), and lose them."""
+        up to a second batch (its actors then wait), or without limit once the actors are stopping.
+        A peer may then never fill its batch, so the group trains no more until the trainers are
+        told to stop, after every actor has returned: a rank that kept to its limit would leave its
+        actors' last fragments unread while they stop (they give them FLUSH_LINGER_MS), and lose them."""
         if not self.ready():
             self.receive(timeout_ms=50)
-        elif self.group is not None and self.batch_steps < 2 * self.batch_target():
+        elif self.group is not None and (self.batch_steps < 2 * self.batch_target() or self.ctx.actors_stopping()):
             self.receive(timeout_ms=0)
 
     def receive(self, timeout_ms: int) -> bool:
