@@ -5,8 +5,12 @@ import json
 import math
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+import cloudpickle
 
 from srl_lab import cluster as clusters
 from srl_lab.config import ExperimentConfig, PPOConfig
@@ -28,6 +32,17 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(0.2)
+
+
+@contextmanager
+def shipped_by_value(module: ModuleType) -> Iterator[None]:
+    """Ship ``module``'s functions and classes by value, as a notebook cell's travel: Dask's worker
+    processes cannot import a test module."""
+    cloudpickle.register_pickle_by_value(module)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
 
 
 def train_until_version(config: ExperimentConfig, client: Any, run_dir: str, version: int = 3,

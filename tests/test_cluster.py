@@ -19,11 +19,11 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-import cloudpickle
 import pytest
 from distributed import Client, LocalCluster
 
 from srl_lab import cluster as clusters
+from runs import shipped_by_value
 
 LOOPBACK_SCHEDULER = {"host": "127.0.0.1", "dashboard_address": ":0"}
 
@@ -68,18 +68,8 @@ def wait_for(client: Client, n: int, proc: subprocess.Popen, log: Path, timeout:
     return list(client.scheduler_info(n_workers=-1)["workers"].values())
 
 
-@contextmanager
-def by_value():
-    """Ship this module's functions by value: Dask's worker processes cannot import a test module."""
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        yield
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
 def all_preloaded(client: Client) -> bool:
-    with by_value():
+    with shipped_by_value(sys.modules[__name__]):
         return all(client.run(preloaded).values())
 
 
@@ -303,7 +293,7 @@ def test_gateway_cluster_workers_offer_one_slot_with_one_thread(gateway_address)
             assert info["resources"] == {"srl_slot": 1, "GPU": 1, "srl_role_trainer": 1}
             assert clusters.slot_count(client) == 1 and clusters.offered_roles(client) == {"trainer"}
             assert all_preloaded(client)
-            with by_value():
+            with shipped_by_value(sys.modules[__name__]):
                 assert client.run_on_scheduler(allowed_failures) == clusters.ALLOWED_FAILURES
     finally:
         cluster.shutdown()

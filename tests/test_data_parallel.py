@@ -10,7 +10,6 @@ import sys
 import time
 import traceback
 
-import cloudpickle
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -25,7 +24,7 @@ from srl_lab.system.data_parallel import TrainerGroup, TrainerGroupBroken, colle
 from srl_lab.system.learner import Learner
 from srl_lab.policies import service
 from srl_lab.system.sample_stream import trainer_of_actor
-from runs import wait_for
+from runs import shipped_by_value, train_until_version, wait_for
 
 SOLVED = 475.0
 
@@ -171,25 +170,17 @@ class SlowInActorOne(gym.Wrapper):
 @pytest.mark.slow
 def test_a_rank_waiting_on_a_slow_peer_still_takes_its_actors_last_fragments_at_stop(tmp_path):
     """Rank 0's actor is fast and rank 1's slow: rank 0 holds two batches and stops reading while it
-    waits for rank 1. Stopping then leaves rank 1 with a partial batch, so the group trains no more
+    waits for rank 1. Stopping then leaves rank 1 short of a batch, so the group trains no more
     until the trainers are told to stop, after every actor has returned. Rank 0 must read on while
     the actors stop, or the fragments its actor queued die with the actor's socket after
     ``FLUSH_LINGER_MS`` and the books count them lost in a run where nothing failed."""
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # as a notebook-defined env travels
-    try:
-        config = ExperimentConfig(
-            name="test-ddp-slow-peer", env=EnvConfig(id=None, factory=SlowInActorOne),
-            actors=ActorConfig(workers=2, ring_size=2, envs_per_group=64, fragment_length=4),
-            trainer=TrainerConfig(trainers=2, batch_steps=512, buffer_fragments=1))
-        run = launch(config, run_dir=str(tmp_path))
-        try:
-            wait_for(lambda: run.status()["version"] >= 2, 180, "updates of the group")
-        finally:
-            result = run.stop()
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    assert result["fragments_lost"] == 0, result
-    assert result["fragments_produced"] == result["fragments_consumed"] + result["dropped_stale"], result
+    config = ExperimentConfig(
+        name="test-ddp-slow-peer", env=EnvConfig(id=None, factory=SlowInActorOne),
+        actors=ActorConfig(workers=2, ring_size=2, envs_per_group=64, fragment_length=4),
+        trainer=TrainerConfig(trainers=2, batch_steps=512, buffer_fragments=1))
+    with shipped_by_value(sys.modules[__name__]):
+        run = train_until_version(config, None, str(tmp_path), version=2, timeout_s=180)  # books close
+    assert run.result["fragments_lost"] == 0, run.result
 
 
 def _worker(run, worker_id: str) -> dict:

@@ -19,6 +19,7 @@ from srl_lab.presets import fast_cartpole
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
+from runs import shipped_by_value
 
 SOLVED = 475.0
 SCHEDULER_PORT = 8786
@@ -123,13 +124,8 @@ def test_training_across_namespaced_hosts(hosts, tmp_path):
         # While the run is live: where each stream lives and how the actors reach it.
         endpoints = {s: Variable(endpoint_name(run.run_id, s), client=run.client).get(timeout=10)
                      for s in SERVICES}
-        import cloudpickle
-
-        cloudpickle.register_pickle_by_value(sys.modules[__name__])
-        try:
+        with shipped_by_value(sys.modules[__name__]):
             probes = run.client.run(_probe, endpoints)
-        finally:
-            cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     finally:
         try:
             result = run.stop()

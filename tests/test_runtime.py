@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 
-import cloudpickle
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from srl_lab.system import codec
 from srl_lab.system.control import endpoint_name
 from srl_lab.system.controller import launch
 from srl_lab.system.streams import Endpoint
-from runs import assert_event_files_match_metrics, solving_ppo, wait_for
+from runs import assert_event_files_match_metrics, shipped_by_value, solving_ppo, wait_for
 
 
 def cartpole(mode: str, actors: int = 2, **kwargs) -> ExperimentConfig:
@@ -143,17 +142,13 @@ class FlakyCartPole(gym.Wrapper):
 
 
 def test_env_raising_in_step_is_reset_and_counted(dask_client, tmp_path):
-    # Pickled by value, as a class defined in a notebook cell would be.
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
+    with shipped_by_value(sys.modules[__name__]):
         config = cartpole("inline", actors=1, env=EnvConfig(id=None, factory=FlakyCartPole))
         run = launch(config, client=dask_client, run_dir=str(tmp_path))
         try:
             wait_for(lambda: run.status()["version"] >= 5, 120, "training despite failing envs")
         finally:
             result = run.stop()
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert result["env_errors"] > 0
     assert result["version"] >= 5
     assert_accounting(result)
