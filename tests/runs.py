@@ -36,7 +36,7 @@ def wait_for(predicate, timeout: float, what: str) -> None:
 
 @contextmanager
 def shipped_by_value(module: ModuleType) -> Iterator[None]:
-    """Ship ``module``'s functions and classes by value, as a notebook cell's travel: Dask's worker
+    """Ship ``module``'s functions and classes by value, as a notebook cell's do: Dask's worker
     processes cannot import a test module."""
     cloudpickle.register_pickle_by_value(module)
     try:
