@@ -102,7 +102,6 @@ class WorkerContext:
             self._events["pause"] = Event(flag_name(run_id, "pause"))
         if role == "trainer":
             self._events["checkpoint"] = Event(flag_name(run_id, "checkpoint"))
-            self._events["actors_stopping"] = Event(flag_name(run_id, "actors-stopping"))
         self._flags = dict.fromkeys(self._events, False)
         self._next_check = 0.0
         self._next_beat = 0.0
@@ -178,7 +177,14 @@ class WorkerContext:
         return self._flags.get("pause", False)
 
     def actors_stopping(self) -> bool:
-        """The run is stopping its actors (``shutdown.drain``): trainers read whatever arrives."""
+        """The run is stopping its actors (``shutdown.drain``): trainers read whatever arrives.
+
+        Polled from the first call on, so only the trainers that ask (data-parallel ranks holding a
+        full batch) pay the scheduler round trip.
+        """
+        if "actors_stopping" not in self._events:
+            self._events["actors_stopping"] = Event(flag_name(self.run_id, "actors-stopping"))
+            self._next_check = 0.0  # read it now
         self._refresh()
         return self._flags.get("actors_stopping", False)
 
