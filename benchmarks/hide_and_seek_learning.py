@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> None:
         "training_last_10pct": {key: last_fraction_mean(episodes, key) for key in (
             "hidden_fraction", "hider_return", "doors_blocked_prep", "num_box_lock_prep", "seeker_in_room",
             "hider_in_room", "first_seen_step", "max_box_move_prep", "hider_holds_play")},
-        # the runtime counts decisions; each acts for action_repeat env steps
-        "env_steps": result["env_steps"] * args.action_repeat, "decisions": result["env_steps"],
+        # each decision acts for action_repeat env steps
+        "env_steps": result["env_steps"], "decisions": result["env_steps"] // args.action_repeat,
         "action_repeat": args.action_repeat, "updates": result["version"], "minutes": args.minutes,
         "size": args.size, "ppo_overrides": args.ppo, "trainer_overrides": args.trainer, "batch_steps": args.batch_steps,
         "pool_every": args.pool_every, "pool_overrides": args.pool, "mapping": args.mapping, "hiders": args.hiders,

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     recent = {key: run.metrics.mean_return(100, key) for key in ("hider_return", "hidden_fraction", "fort_prep")}
     repeat = run.config.env.kwargs.get("action_repeat", 1)
     steps = (f"{result['env_steps']:,} env steps" if repeat == 1 else
-             f"{result['env_steps'] * repeat:,} env steps ({result['env_steps']:,} decisions of {repeat})")
+             f"{result['env_steps']:,} env steps ({result['env_steps'] // repeat:,} decisions of {repeat})")
     print(f"{steps}, {result['version']} updates; last 100 episodes: hider return "
           f"{recent['hider_return']:.1f}, hidden fraction {recent['hidden_fraction']:.2f}, "
           f"fort rate {recent['fort_prep']:.2f}")

@@ -234,6 +234,21 @@ def test_actors_send_only_the_rows_the_policy_plays():
         assert (fragment["obs"]["observation_self"][..., is_hider] == (teams == 0)).all()
 
 
+
+def test_actors_count_env_steps_not_decisions_when_each_decision_acts_for_several():
+    """At ``action_repeat=2`` the env-steps counter (the panel's env steps/s) counts both steps of a
+    decision, while a fragment still holds one row per decision."""
+    envs = [HideAndSeekLite(4, n_hiders=1, n_seekers=1, seed=g, action_repeat=2) for g in range(2)]
+    policy = build(envs[0], mapping="shared")
+    fragments = []
+    ring = ActorRing.single(envs, 8, InlineInference(policy, FixedParams(policy.weights()), lambda: False),
+                            lambda builder, last_value: fragments.append(builder.arrays(last_value)) or True)
+    for _ in range(9):  # a fragment is emitted once the decision after its last one is known
+        assert ring.step(lambda: False)
+    ring.close()
+    assert ring.counters["env_steps"] == 9 * 2 * 4 * 2  # decisions x groups x envs x env steps each
+    assert len(fragments) == 2 and all(check_fragment(f, 8) is None for f in fragments)
+
 @pytest.mark.slow
 def test_per_team_trains_through_launch_on_one_versus_one(dask_client, tmp_path):
     """Also against random opponents in half the envs: their episodes are reported apart."""

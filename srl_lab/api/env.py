@@ -52,7 +52,7 @@ class EnvGroup(Protocol):
     """A batch of environments stepped together (see module docstring).
 
     Optional attributes (declared, with their defaults, by ``EnvExtras``): ``trained_rows``,
-    ``agent_teams``, ``team_of``, ``team_names``, ``prep_steps``, ``horizon``.
+    ``agent_teams``, ``team_of``, ``team_names``, ``prep_steps``, ``horizon``, ``action_repeat``.
     """
 
     num_envs: int
@@ -84,6 +84,8 @@ class EnvExtras:
     * ``prep_steps``: steps at the start of each episode that form a preparation phase (the viewer
       captions it). Default ``0``: no such phase.
     * ``horizon``: the step at which an episode is truncated. Default ``None``: not known.
+    * ``action_repeat``: env steps each ``step`` call acts for (a frame skip), so that the actors
+      count env steps, not decisions. Default ``1``.
     """
 
     trained_rows: np.ndarray | None = None
@@ -92,6 +94,7 @@ class EnvExtras:
     team_names: tuple[str, ...] | None = None
     prep_steps: int = 0
     horizon: int | None = None
+    action_repeat: int = 1
 
     def team_name(self, team: int) -> str:
         """Team ``team``'s name: from ``team_names``, else ``team_<index>``."""

@@ -133,7 +133,7 @@ class ActorRing:
             for policy, slot in group.slots.items():
                 self._record_step(g, policy, slot, results[policy])
             first = next(iter(results.values()))  # every policy's result reports the same episodes
-            self.counters["env_steps"] += group.env.num_envs
+            self.counters["env_steps"] += group.env.num_envs * group.env.action_repeat
             self.counters["episodes"] += len(first.episodes)
             self.counters["env_errors"] += first.env_errors
         return True

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from srl_lab.api.agents import AgentGroup, AgentStepResult
-from srl_lab.api.env import EnvGroup, Obs, StepResult
+from srl_lab.api.env import EnvGroup, Obs, StepResult, extras
 from srl_lab.config import ConfigError, ExperimentConfig
 from srl_lab.policies import DEFAULT, check_mapping, is_multi_policy
 
@@ -41,6 +41,7 @@ class PolicyView:
 
 class EnvSplit(Protocol):
     num_envs: int
+    action_repeat: int  # env steps each step() acts for
     views: dict[str, Any]  # policy -> its view (a PolicyView, or the EnvGroup itself)
 
     def reset(self, seed: int | None = None) -> dict[str, Obs]: ...
@@ -56,6 +57,7 @@ class WholeGroup:
     def __init__(self, env: EnvGroup):
         self.env = env
         self.num_envs = env.num_envs
+        self.action_repeat = extras(env).action_repeat
         self.views = {DEFAULT: env}
 
     def reset(self, seed: int | None = None) -> dict[str, Obs]:
@@ -81,6 +83,7 @@ class AgentSplit:
     def __init__(self, group: AgentGroup, assigned: dict[str, str]):
         self.group = group
         self.num_envs = group.num_envs
+        self.action_repeat = extras(group).action_repeat
         self.agents_of: dict[str, tuple[str, ...]] = {}
         for agent in group.agents:
             self.agents_of.setdefault(assigned[agent], ())

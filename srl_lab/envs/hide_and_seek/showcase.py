@@ -72,7 +72,8 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
     only step envs and send observations for batched inference, instead of running the network inline.
     ``recurrent=True`` adds the spec's LSTM after the dense layer (in the policy and the critic),
     trained in BPTT chunks of up to 10 steps as in the original. ``action_repeat=k``: each decision
-    acts for k env steps (``HideAndSeekGroup``); the runtime then counts decisions as its env steps.
+    acts for k env steps (``HideAndSeekGroup``): actors count the env steps, the trainer the decisions
+    it trains on (samples).
     """
     if size not in _SIZINGS:
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
