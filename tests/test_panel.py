@@ -22,7 +22,8 @@ from srl_lab.cluster import slot_count
 from srl_lab.curves import build_figure, render_png
 from srl_lab.notebook.recipe import recipe_args
 from srl_lab.notebook.table import STATE_COLOURS, rows_html, worker_rows
-from srl_lab.system.metrics import MetricsLog, progress_postfix, rolling_mean
+from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
+from srl_lab.system.metrics import MetricsLog, progress_postfix, rolling_mean, trailing_rates
 from srl_lab.system.supervisor import Supervisor, worker_state
 from runs import wait_for
 
@@ -146,6 +147,50 @@ def test_rolling_mean_matches_a_numpy_reference(values, window):
     got = rolling_mean(values, window)
     assert got.shape == values.shape
     np.testing.assert_allclose(got, naive_rolling_mean(values, window), rtol=1e-9, atol=1e-9)
+
+
+def naive_trailing_rates(times: list[float], totals: list[float], window: float) -> list[float]:
+    rates = [math.nan]
+    for i in range(1, len(times)):
+        earlier = [j for j in range(i) if times[j] <= times[i] - window]
+        j = earlier[-1] if earlier else 0
+        span = times[i] - times[j]
+        rates.append((totals[i] - totals[j]) / span if span > 0 else math.nan)
+    return rates
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.just(0.0) | st.floats(0.001, 3.0), st.integers(0, 10_000)), min_size=1, max_size=60),
+       st.floats(0.5, 20.0))
+def test_trailing_rates_match_a_plain_python_reference(steps, window):
+    """Report gaps of 0 s (two actors at once) included: their rate is NaN, never inf."""
+    times, totals = np.cumsum([gap for gap, _ in steps]), np.cumsum([n for _, n in steps]).astype(float)
+    got = trailing_rates(times, totals, window)
+    np.testing.assert_allclose(got, naive_trailing_rates(list(times), list(totals), window), rtol=1e-9)
+    assert not np.isinf(got).any()
+
+
+def bursty_actor_log(seconds: int = 60) -> MetricsLog:
+    """An actor that waits on the trainer: 8,000 env steps in one second, none in the next."""
+    log = MetricsLog(None)
+    for t in range(1, seconds + 1):
+        log.add({"role": "actor", "srl_worker": "actor-0", "inc": 0, "time": 1000.0 + t,
+                 "env_steps": 4000 * (t + t % 2), "env_steps_per_s": 8000.0 * (t % 2)})
+    return log
+
+
+def test_env_steps_per_s_is_the_mean_over_a_trailing_window_and_zero_once_actors_fall_silent():
+    log = bursty_actor_log()
+    last = 1060.0
+    assert log.env_steps_per_s(now=last) == pytest.approx(4000.0)  # the last report alone says 0
+    assert log.env_steps_per_s(now=last + 5) == pytest.approx(4000.0)
+    assert log.env_steps_per_s(now=last + 11) == 0.0  # paused, stopped or silent
+    assert MetricsLog(None).env_steps_per_s(now=last) == 0.0
+    series = ThroughputSeries()
+    assert series.update(log)
+    assert series.total[-2:] == [8000.0, 0.0]  # the actors' own one-second reports, drawn faint
+    assert series.mean_total[10:] == pytest.approx([4000.0] * 50)  # a steady line once a window is filled
+    assert render_throughput_png(series.snapshot()).startswith(PNG_SIGNATURE)
 
 
 def panel_lines(fig) -> dict[str, dict]:
