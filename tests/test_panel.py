@@ -22,8 +22,7 @@ from srl_lab.cluster import slot_count
 from srl_lab.curves import build_figure, render_png
 from srl_lab.notebook.recipe import recipe_args
 from srl_lab.notebook.table import STATE_COLOURS, rows_html, worker_rows
-from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
-from srl_lab.system.metrics import MetricsLog, progress_postfix, rolling_mean, trailing_rates
+from srl_lab.system.metrics import MetricsLog, TrailingRate, progress_postfix, rolling_mean
 from srl_lab.system.supervisor import Supervisor, worker_state
 from runs import wait_for
 
@@ -149,48 +148,34 @@ def test_rolling_mean_matches_a_numpy_reference(values, window):
     np.testing.assert_allclose(got, naive_rolling_mean(values, window), rtol=1e-9, atol=1e-9)
 
 
-def naive_trailing_rates(times: list[float], totals: list[float], window: float) -> list[float]:
-    rates = [math.nan]
+def naive_trailing_rates(times: list[float], counts: list[float], window: float) -> list[float]:
+    """Each reading after the first: the growth per second since the newest reading at least
+    ``window`` earlier, or since the first reading."""
+    rates = []
     for i in range(1, len(times)):
-        earlier = [j for j in range(i) if times[j] <= times[i] - window]
+        earlier = [j for j in range(i) if times[i] - times[j] >= window]
         j = earlier[-1] if earlier else 0
-        span = times[i] - times[j]
-        rates.append((totals[i] - totals[j]) / span if span > 0 else math.nan)
+        rates.append((counts[i] - counts[j]) / (times[i] - times[j]) if times[i] > times[j] else 0.0)
     return rates
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.just(0.0) | st.floats(0.001, 3.0), st.integers(0, 10_000)), min_size=1, max_size=60),
        st.floats(0.5, 20.0))
-def test_trailing_rates_match_a_plain_python_reference(steps, window):
-    """Report gaps of 0 s (two actors at once) included: their rate is NaN, never inf."""
-    times, totals = np.cumsum([gap for gap, _ in steps]), np.cumsum([n for _, n in steps]).astype(float)
-    got = trailing_rates(times, totals, window)
-    np.testing.assert_allclose(got, naive_trailing_rates(list(times), list(totals), window), rtol=1e-9)
-    assert not np.isinf(got).any()
+def test_trailing_rate_matches_a_plain_python_reference(readings, window):
+    times = list(np.cumsum([gap for gap, _ in readings]))
+    counts = list(np.cumsum([n for _, n in readings]).astype(float))
+    rate = TrailingRate(times[0], counts[0], window)
+    got = [rate.update(t, c) for t, c in zip(times[1:], counts[1:])]
+    np.testing.assert_allclose(got, naive_trailing_rates(times, counts, window), rtol=1e-9)
 
 
-def bursty_actor_log(seconds: int = 60) -> MetricsLog:
-    """An actor that waits on the trainer: 8,000 env steps in one second, none in the next."""
-    log = MetricsLog(None)
-    for t in range(1, seconds + 1):
-        log.add({"role": "actor", "srl_worker": "actor-0", "inc": 0, "time": 1000.0 + t,
-                 "env_steps": 4000 * (t + t % 2), "env_steps_per_s": 8000.0 * (t % 2)})
-    return log
-
-
-def test_env_steps_per_s_is_the_mean_over_a_trailing_window_and_zero_once_actors_fall_silent():
-    log = bursty_actor_log()
-    last = 1060.0
-    assert log.env_steps_per_s(now=last) == pytest.approx(4000.0)  # the last report alone says 0
-    assert log.env_steps_per_s(now=last + 5) == pytest.approx(4000.0)
-    assert log.env_steps_per_s(now=last + 11) == 0.0  # paused, stopped or silent
-    assert MetricsLog(None).env_steps_per_s(now=last) == 0.0
-    series = ThroughputSeries()
-    assert series.update(log)
-    assert series.total[-2:] == [8000.0, 0.0]  # the actors' own one-second reports, drawn faint
-    assert series.mean_total[10:] == pytest.approx([4000.0] * 50)  # a steady line once a window is filled
-    assert render_throughput_png(series.snapshot()).startswith(PNG_SIGNATURE)
+def test_an_actor_stepping_in_bursts_reports_its_mean_rate():
+    """8,000 env steps in one second and none in the next, as an actor waiting on the trainer."""
+    rate = TrailingRate(now=0.0)
+    reported = [rate.update(float(t), 4000.0 * (t + t % 2)) for t in range(1, 61)]
+    assert reported[:2] == [8000.0, 4000.0]  # until a window has passed: since the first reading
+    assert reported[10:] == pytest.approx([4000.0] * 50)  # over the last second alone: 8,000 or 0
 
 
 def panel_lines(fig) -> dict[str, dict]:

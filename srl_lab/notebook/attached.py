@@ -97,7 +97,7 @@ class AttachedRun:
         return {"run_id": self.run_id, "run_dir": None, "stopped": self.stopped, "workers": workers,
                 "actors": sum(1 for w in workers if w["role"] == "actor" and w["state"] == "running"),
                 "env_steps": self.metrics.env_steps(),
-                "env_steps_per_s": self.metrics.env_steps_per_s(now),
+                "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in workers if w["role"] == "actor"),
                 "version": trainer.get("version", 0), "episodes": len(self.metrics.episodes),
                 "mean_return_last_20": self.metrics.mean_return(20), "dashboard": self.client.dashboard_link}
 

@@ -10,12 +10,11 @@ import io
 
 from matplotlib.figure import Figure
 
-from srl_lab.system.metrics import RATE_WINDOW_S, MetricsLog, trailing_rates
+from srl_lab.system.metrics import MetricsLog
 
 
 class ThroughputSeries:
-    """Total and per-actor env steps/s against seconds since the first record, as the actors report
-    them (each over its last second or so), and the total over a trailing ``RATE_WINDOW_S``."""
+    """Total and per-actor env steps/s against seconds since the first record."""
 
     def __init__(self) -> None:
         self._seen = 0
@@ -24,8 +23,6 @@ class ThroughputSeries:
         self.times: list[float] = []
         self.total: list[float] = []
         self.per_actor: dict[str, tuple[list[float], list[float]]] = {}
-        self.mean_times: list[float] = []
-        self.mean_total: list[float] = []
 
     def update(self, log: MetricsLog) -> bool:
         """Fold in records that arrived since the last call; True if an actor reported."""
@@ -46,10 +43,6 @@ class ThroughputSeries:
             self.times.append(t)
             self.total.append(sum(self._latest.values()))
             changed = True
-        if changed:
-            times, totals = log.env_steps_history()
-            self.mean_times = list(times - self._t0)
-            self.mean_total = list(trailing_rates(times, totals))
         return changed
 
     def snapshot(self) -> ThroughputSeries:
@@ -57,7 +50,6 @@ class ThroughputSeries:
         copy = ThroughputSeries()
         copy.times, copy.total = list(self.times), list(self.total)
         copy.per_actor = {w: (list(xs), list(ys)) for w, (xs, ys) in self.per_actor.items()}
-        copy.mean_times, copy.mean_total = list(self.mean_times), list(self.mean_total)
         return copy
 
 
@@ -65,12 +57,10 @@ def render_throughput_png(series: ThroughputSeries, width: float = 11.0, dpi: in
     fig = Figure(figsize=(width, 2.4), dpi=dpi, layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     if series.times:
-        ax.plot(series.times, series.total, color="black", linewidth=0.8, alpha=0.3, label="total",
+        ax.plot(series.times, series.total, color="black", linewidth=1.8, label="total",
                 drawstyle="steps-post")
-        ax.plot(series.mean_times, series.mean_total, color="black", linewidth=1.8,
-                label=f"total, {RATE_WINDOW_S:g} s mean")
         for worker, (xs, ys) in sorted(series.per_actor.items()):
-            ax.plot(xs, ys, linewidth=0.8, alpha=0.5, label=worker)
+            ax.plot(xs, ys, linewidth=0.8, alpha=0.7, label=worker)
         # Above the axes, titled, so it never covers the curves.
         ax.legend(title="env steps/s", title_fontproperties={"size": 9, "weight": "bold"}, fontsize=7,
                   loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=8, frameon=False, borderaxespad=0.2)

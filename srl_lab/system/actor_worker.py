@@ -22,6 +22,7 @@ from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
 from srl_lab.system.opponent_pool import LISTING, OpponentPlay, Seat, frozen_teams, pool_tag
 from srl_lab.system.inference import InlineInference, RemoteInference
+from srl_lab.system.metrics import TrailingRate
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.sample_stream import SampleSender, trainer_of_actor
 from srl_lab.system.streams import refusal_report
@@ -76,7 +77,8 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
         return {**refusal_report(*(i.refusals for i in inference.values())), "reconnects": reconnects}
 
     ctx.running()
-    last_log, steps_at_log = time.monotonic(), 0
+    last_log = time.monotonic()
+    env_steps_rate = TrailingRate(last_log)
     while True:
         while ctx.paused() and not ctx.should_stop():
             time.sleep(0.1)
@@ -84,12 +86,12 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
             break
         now = time.monotonic()
         if now - last_log >= config.metrics_interval_s:
-            steps = ring.counters["env_steps"]
             latency_s = max(i.latency_s for i in inference.values())
-            ctx.log(**ring.counters, **produced(), env_steps_per_s=(steps - steps_at_log) / (now - last_log),
+            rate = env_steps_rate.update(now, ring.counters["env_steps"])
+            ctx.log(**ring.counters, **produced(), env_steps_per_s=rate,
                     policy_version=ring.policy_version, inference_latency_ms=1000 * latency_s,
                     pool_results=ring.take_pool_results(), **stream_counts())
-            last_log, steps_at_log = now, steps
+            last_log = now
 
     for sender in samples.values():  # deliver what is queued before reporting final counts
         sender.close(linger_ms=FLUSH_LINGER_MS)

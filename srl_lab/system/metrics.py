@@ -8,14 +8,34 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from typing import Any, Iterable
 
 import numpy as np
 
 HEADLINE_SCAN = 2000  # newest episodes a headline looks at: plenty for 20 of each key, cheap at 4 Hz
-# Env steps/s are shown over this trailing window: an actor that waits on the trainer steps in bursts,
-# so its one-second reports swing between near zero and several times its mean.
-RATE_WINDOW_S = 10.0
+RATE_WINDOW_S = 10.0  # actors report env steps/s over this trailing window
+
+
+class TrailingRate:
+    """A counter's growth per second since the newest reading at least ``window_s`` before the
+    current one (since the first reading until there is one).
+
+    An actor that waits on the trainer steps in bursts: over its one-second report interval its
+    rate swung between near zero and twice its mean, and so did the panel's header and worker table.
+    """
+
+    def __init__(self, now: float, count: float = 0.0, window_s: float = RATE_WINDOW_S):
+        self.window_s = window_s
+        self._readings: deque[tuple[float, float]] = deque([(now, count)])
+
+    def update(self, now: float, count: float) -> float:
+        """Take a reading; the rate up to it (0.0 when no time has passed since the oldest kept)."""
+        while len(self._readings) > 1 and now - self._readings[1][0] >= self.window_s:
+            self._readings.popleft()
+        then, earlier = self._readings[0]
+        self._readings.append((now, count))
+        return (count - earlier) / (now - then) if now > then else 0.0
 
 
 class MetricsLog:
@@ -27,8 +47,6 @@ class MetricsLog:
         self.train: list[dict[str, Any]] = []  # one row per trainer report
         self.latest: dict[str, dict[str, Any]] = {}  # worker id -> last record
         self._actor_steps: dict[tuple[str, Any], int] = {}  # (actor, incarnation) -> env steps it reported
-        self._steps_times: list[float] = []  # at each actor report: its time and all actors' env steps
-        self._steps_totals: list[int] = []
         self._trainer_steps: dict[str, int] = {}  # trainer id -> env steps it consumed (ranks add up)
         self.pool_results: dict[str, list[dict[str, Any]]] = {}  # policy -> episodes against past versions
         self._pool_tally: dict[str, dict[tuple, list]] = {}  # policy -> (version, team) -> [episodes, return sum, wins]
@@ -46,7 +64,6 @@ class MetricsLog:
             self.latest[record.get("srl_worker", "?")] = record
             if record.get("role") == "actor" and "env_steps" in record:
                 self._actor_steps[(record.get("srl_worker", "?"), record.get("inc"))] = record["env_steps"]
-                self._note_env_steps(record.get("time"))
             for policy, results in (record.get("pool_results") or {}).items():
                 self.pool_results.setdefault(policy, []).extend(results)
                 for r in results:  # episodes, return sum, wins per past version and team: status() reads it often
@@ -127,26 +144,6 @@ class MetricsLog:
         with self._lock:
             return int(sum(self._actor_steps.values()))
 
-    def env_steps_history(self) -> tuple[np.ndarray, np.ndarray]:
-        """(times, env steps of all actors) at each actor report, times never decreasing."""
-        with self._lock:
-            return np.array(self._steps_times), np.array(self._steps_totals, dtype=np.float64)
-
-    def env_steps_per_s(self, now: float, window_s: float = RATE_WINDOW_S) -> float:
-        """All actors' env steps per second over the ``window_s`` before their newest report; 0 once
-        no actor has reported for ``window_s`` (paused, stopped or silent)."""
-        times, totals = self.env_steps_history()
-        if len(times) < 2 or now - times[-1] > window_s:
-            return 0.0
-        rate = float(trailing_rates(times, totals, window_s)[-1])
-        return rate if np.isfinite(rate) else 0.0
-
-    def _note_env_steps(self, time: float | None) -> None:
-        if time is None:
-            return
-        self._steps_times.append(max(time, self._steps_times[-1]) if self._steps_times else time)
-        self._steps_totals.append(sum(self._actor_steps.values()))
-
     def trained_env_steps(self) -> int:
         """Env steps the trainers consumed: every rank's latest count added up (the episodes' stamp)."""
         with self._lock:
@@ -220,19 +217,6 @@ TEAM_HEADLINE = (  # (label, short label, episode key)
     ("fort rate", "fort", "fort_prep"),
 )
 SINGLE_HEADLINE = (("return", "ret", "return"),)
-
-
-def trailing_rates(times: np.ndarray, totals: np.ndarray, window_s: float = RATE_WINDOW_S) -> np.ndarray:
-    """At each point, the growth per second of ``totals`` since the newest point at least ``window_s``
-    earlier (the first point, for points that have none; the point before, if that is all there is).
-    The first point's rate is NaN."""
-    index = np.arange(len(times))
-    start = np.clip(np.searchsorted(times, times - window_s, side="right") - 1, 0, None)
-    start = np.where(start == index, index - 1, start)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rates = (totals - totals[start]) / (times - times[start])
-    rates[(index == 0) | ~np.isfinite(rates)] = np.nan
-    return rates
 
 
 def headline(log: MetricsLog, last: int = 20) -> list[tuple[str, str, float]]:

@@ -49,7 +49,7 @@ def run_status(run: "Run") -> dict[str, Any]:
         "workers": workers,
         "actors": len(running_actors),
         "env_steps": run.metrics.env_steps(),
-        "env_steps_per_s": run.metrics.env_steps_per_s(now) if running_actors else 0.0,
+        "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in running_actors),
         "version": latest.get("trainer-0", {}).get("version", 0),
         **{key: sum(t.get(key, 0) for t in trainers) for key in TRAINER_TOTALS},
         "restarts": sum(w["restarts"] for w in workers),
