@@ -80,8 +80,10 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
     last_log = time.monotonic()
     env_steps_rate = TrailingRate(last_log)
     while True:
-        while ctx.paused() and not ctx.should_stop():
-            time.sleep(0.1)
+        if ctx.paused():
+            while ctx.paused() and not ctx.should_stop():
+                time.sleep(0.1)
+            env_steps_rate = TrailingRate(time.monotonic(), ring.counters["env_steps"])  # the pause is not a rate
         if not ring.step(ctx.should_stop):
             break
         now = time.monotonic()
