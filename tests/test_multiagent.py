@@ -234,7 +234,6 @@ def test_actors_send_only_the_rows_the_policy_plays():
         assert (fragment["obs"]["observation_self"][..., is_hider] == (teams == 0)).all()
 
 
-
 def test_actors_count_env_steps_not_decisions_when_each_decision_acts_for_several():
     """At ``action_repeat=2`` the env-steps counter (the panel's env steps/s) counts both steps of a
     decision, while a fragment still holds one row per decision."""
@@ -248,6 +247,7 @@ def test_actors_count_env_steps_not_decisions_when_each_decision_acts_for_severa
     ring.close()
     assert ring.counters["env_steps"] == 9 * 2 * 4 * 2  # decisions x groups x envs x env steps each
     assert len(fragments) == 2 and all(check_fragment(f, 8) is None for f in fragments)
+
 
 @pytest.mark.slow
 def test_per_team_trains_through_launch_on_one_versus_one(dask_client, tmp_path):
