@@ -326,6 +326,7 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
         assert attached["refused"].startswith("cannot scale to 5: actor workers and stop are controlled by")
         wait_for(lambda: "state: <b>paused</b>" in panel.header.value, 10, "the other process's pause")
         assert run.paused
+        wait_for(lambda: "env steps/s: 0 " in panel.header.value, 10, "idle actors to read 0 env steps/s")
 
         panel.buttons["resume"].click()
         wait_for(lambda: not run.paused and "state: <b>running</b>" in panel.header.value, 10, "resume")
@@ -349,7 +350,7 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
     finally:
         panel.buttons["stop"].click()
         wait_for(lambda: not panel._pump.alive, 180, "the run to stop and the pump to settle")
-    assert "stopped after" in note(panel)
+    assert "stopped after" in note(panel) and "nan" not in note(panel)
     assert panel.table.value.count("data-role='actor' data-state='stopped'") >= slots - 1  # all that ran
     assert not panel.buttons["start"].disabled and panel.buttons["stop"].disabled
 

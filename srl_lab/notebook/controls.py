@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from srl_lab.config import ExperimentConfig
-from srl_lab.system.metrics import headline
+from srl_lab.system.metrics import format_figure, headline
 
 if TYPE_CHECKING:
     from srl_lab.notebook.panel import Panel
@@ -192,7 +192,7 @@ class RunControls:
     def _stop(self) -> None:
         run = self.panel.source
         result = run.stop()
-        recent = ", ".join(f"{label} {value:.2f}" for label, _, value in headline(run.metrics))
+        recent = ", ".join(f"{label} {format_figure(value)}" for label, _, value in headline(run.metrics))
         self.say(f"stopped after {result['seconds']:.0f} s: {result['env_steps']:,} env steps, policy "
                  f"version {result['version']}; last 20 episodes: {recent}; "
                  f"curves in {os.path.join(run.run_dir, 'curve.png')}")

@@ -10,7 +10,6 @@ version and return in the header, its trainers' policy in the table, and any opp
 from __future__ import annotations
 
 import html
-import math
 import os
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from srl_lab.notebook.pump import Renderer, Timing, UiPump
 from srl_lab.notebook.table import reported_workers, rows_html, worker_rows
 from srl_lab.notebook.throughput import ThroughputSeries, render_throughput_png
 from srl_lab.notebook.viewer import EpisodeViewer
-from srl_lab.system.metrics import MetricsLog, headline
+from srl_lab.system.metrics import MetricsLog, format_figure, headline
 
 MIN_IMAGE_INTERVAL_S = 0.5  # re-render a figure at most this often; workers report at ~1 Hz anyway
 # A live figure waits this many times its last render's duration before the next: rendering then
@@ -251,9 +250,6 @@ def _versions_html(status: dict[str, Any]) -> str:
 
 def _headline_html(log: MetricsLog, last: int = 20) -> str:
     """The figures that mean something for this env: team returns, hidden, fort rate; or the return."""
-    shown = ", ".join(f"{html.escape(label)} <b>{_number(value)}</b>" for label, _, value in headline(log, last))
+    shown = ", ".join(f"{html.escape(label)} <b>{format_figure(value)}</b>"
+                      for label, _, value in headline(log, last))
     return f"<span class='srl-headline'>last {last} episodes: {shown}</span>"
-
-
-def _number(value: float) -> str:
-    return "—" if math.isnan(value) else f"{value:.2f}"  # NaN until the first episodes end

@@ -81,6 +81,7 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
     env_steps_rate = TrailingRate(last_log)
     while True:
         if ctx.paused():
+            ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, **stream_counts())  # idle reads 0, not the last rate
             while ctx.paused() and not ctx.should_stop():
                 time.sleep(0.1)
             env_steps_rate = TrailingRate(time.monotonic(), ring.counters["env_steps"])  # the pause is not a rate

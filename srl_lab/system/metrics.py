@@ -238,6 +238,11 @@ def headline(log: MetricsLog, last: int = 20) -> list[tuple[str, str, float]]:
     return shown or [(label, short, float("nan")) for label, short, _ in SINGLE_HEADLINE]
 
 
+def format_figure(value: float) -> str:
+    """A headline figure as the header and the stop message print it: "—" until an episode reports it."""
+    return "—" if np.isnan(value) else f"{value:.2f}"
+
+
 def progress_postfix(log: MetricsLog, last: int = 20) -> dict[str, str]:
     """The progress bar's postfix: e.g. ``hider_ret=3.1, seeker_ret=-3.1, hidden=0.42, fort=0.05``,
     or ``matcher_ret=7.5, pointer_ret=4.2`` with several policies."""
