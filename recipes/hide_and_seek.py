@@ -87,11 +87,14 @@ def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> E
         check_action_repeat(args.action_repeat, DEFAULT_HORIZON[args.scenario])
     except ValueError as error:
         parser.error(f"--action-repeat: {error}")
-    config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
-                             scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
-                             hidden=args.hidden, embed=args.embed, device=args.device,
-                             recurrent=args.recurrent, action_repeat=args.action_repeat)
-    if args.batch_steps:
+    try:
+        config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
+                                 scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
+                                 hidden=args.hidden, embed=args.embed, device=args.device,
+                                 recurrent=args.recurrent, action_repeat=args.action_repeat)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.batch_steps is not None:
         config.trainer.batch_steps = args.batch_steps
     if args.random_opponents:
         config.env.kwargs["random_opponents"] = args.random_opponents
@@ -107,7 +110,10 @@ def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> E
             config.policy.pool = with_overrides(PoolConfig(every_versions=args.pool_every), args.pool)
         except ValueError as error:
             parser.error(f"--pool: {error}")
-    return config
+    try:  # before a cluster starts: a bad value is a usage error, not a traceback from the launch
+        return config.validate()
+    except ValueError as error:
+        parser.error(str(error))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

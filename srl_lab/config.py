@@ -329,15 +329,26 @@ def with_overrides(section: Any, assignments: list[str]) -> Any:
             raise ValueError(f"{assignment!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
         try:
             changes[name] = _typed(text, getattr(section, name))
-        except ValueError:
-            raise ValueError(f"{assignment!r}: {name} takes a number, got {text!r}") from None
+        except ValueError as wanted:
+            raise ValueError(f"{assignment!r}: {name} takes {wanted}, got {text!r}") from None
     return dataclasses.replace(section, **changes)
 
 
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def _typed(text: str, current: Any) -> Any:
+    """``text`` as the type of the field's current value; a ValueError says what the field takes."""
     if isinstance(current, bool):
-        return text.lower() in ("1", "true", "yes")
+        if text.lower() not in TRUE_WORDS + FALSE_WORDS:
+            raise ValueError("true or false")  # not silently False for a typo such as "ture"
+        return text.lower() in TRUE_WORDS
     if isinstance(current, (int, float)) or current is None:
-        number = float(text)
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("a number") from None
+        if isinstance(current, int) and not number.is_integer():
+            raise ValueError("a whole number")  # epochs=2.5 is not quietly 2
         return int(number) if isinstance(current, int) or (current is None and number.is_integer()) else number
     return text

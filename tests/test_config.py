@@ -1,6 +1,8 @@
 """Invalid configs fail before launch, with an error that names the field and says how to fix it."""
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import pytest
 
@@ -56,6 +58,11 @@ def test_command_line_overrides_take_the_field_type_and_name_the_fields_on_a_typ
         with_overrides(base, ["lr"])
     with pytest.raises(ValueError, match="lr takes a number, got 'fast'"):
         with_overrides(base, ["lr=fast"])
+    with pytest.raises(ValueError, match="epochs takes a whole number, got '2.5'"):
+        with_overrides(base, ["epochs=2.5"])
+    with pytest.raises(ValueError, match="norm_adv takes true or false, got 'ture'"):
+        with_overrides(base, ["norm_adv=ture"])
+    assert with_overrides(base, ["norm_adv=0", "epochs=3.0"]) == dataclasses.replace(base, norm_adv=False, epochs=3)
 
 
 def test_a_chunk_length_that_does_not_divide_the_fragment_suggests_one_that_does():

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from srl_lab.config import ConfigError
 from srl_lab.envs.hide_and_seek.evaluate import gains, hidden_fraction, play
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
 
@@ -86,8 +85,24 @@ def test_the_recipe_sets_the_pool_of_past_versions_and_names_a_bad_override(caps
         with pytest.raises(SystemExit):
             config(*argv)
         assert said in capsys.readouterr().err
-    with pytest.raises(ConfigError, match="policy.pool.sampling"):
-        config("--pool-every", "50", "--pool", "sampling=best").validate()
+    with pytest.raises(SystemExit):
+        config("--pool-every", "50", "--pool", "sampling=best")
+    assert "error: policy.pool.sampling" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--hiders", "0"], "n_hiders must be one of (1, 2, 3), got 0"),  # not read as "the size's default"
+    (["--seekers", "4"], "n_seekers must be one of (1, 2, 3), got 4"),
+    (["--hidden", "0"], "hidden must be a positive number of units, got 0"),
+    (["--batch-steps", "0"], "trainer.batch_steps: must be a positive integer, got 0"),
+    (["--ppo", "epochs=2.5"], "epochs takes a whole number, got '2.5'"),
+    (["--trainer", "batch_per_actor=-1"], "batch_per_actor takes true or false, got '-1'"),
+])
+def test_the_recipe_refuses_a_bad_value_before_any_cluster_starts(argv, said, capsys):
+    recipe = _load(ROOT / "recipes" / "hide_and_seek.py")
+    with pytest.raises(SystemExit) as exit_info:
+        recipe.build_config(*recipe.parse_args(argv))
+    assert exit_info.value.code == 2 and said in capsys.readouterr().err
 
 
 def test_the_recipe_sets_the_action_repeat_and_names_a_bad_one(capsys):

@@ -78,7 +78,11 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
     if size not in _SIZINGS:
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
     s = _SIZINGS[size]
-    hiders, seekers = hiders or s.hiders, seekers or s.seekers
+    hiders = s.hiders if hiders is None else hiders  # 0 is refused by the env, not read as "the default"
+    seekers = s.seekers if seekers is None else seekers
+    for name, width in (("hidden", hidden), ("embed", embed)):
+        if width is not None and (isinstance(width, bool) or not isinstance(width, int) or width < 1):
+            raise ValueError(f"{name} must be a positive number of units, got {width!r}")
     # Every actor holds fragments in flight, so with a fixed batch the versions between acting and
     # training grow with the actor count (on 2 cores, 1.5 at one actor and 6.2 at four), and at 8-12
     # versions the policy's entropy collapses (benchmarks/hide_and_seek_policy_lag.py). A batch per
