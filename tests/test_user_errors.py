@@ -7,13 +7,14 @@ in the kernel (``wait`` raises) and in ``status()``.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import gymnasium as gym
 import pytest
 
 from srl_lab.algorithms.a2c import A2C
-from srl_lab.config import ActorConfig, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, TrainerConfig
+from srl_lab.config import ActorConfig, ConfigError, EnvConfig, ExperimentConfig, InferenceConfig, PolicyConfig, TrainerConfig
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.system.controller import launch
 from runs import local_client
@@ -89,3 +90,22 @@ def test_an_env_raising_in_reset_at_start_up_fails_the_run(cluster, tmp_path):
 def test_an_algorithm_raising_in_train_fails_the_run(cluster, tmp_path):
     config = small("diverging", algorithm=FailingAlgorithm)
     assert_run_fails(config, cluster, str(tmp_path / "run"), "trainer-0", "the user's algorithm diverged")
+
+
+def test_wait_names_a_bad_budget_and_returns_when_the_run_is_stopped_elsewhere(cluster, tmp_path):
+    run = launch(small("wait-budget"), client=cluster, run_dir=str(tmp_path / "run"))
+    stopper = threading.Timer(3.0, run.stop)  # what the panel's stop button does, from its thread
+    try:
+        with pytest.raises(ConfigError, match="seconds: must be a number, got '3'"):
+            run.wait(seconds="3", progress=False)
+        stopper.start()
+        start = time.monotonic()
+        status = run.wait(progress=False)  # no budget: until the run stops
+        assert status["stopped"] and time.monotonic() - start < 60
+    finally:
+        stopper.cancel()
+        if stopper.is_alive():
+            stopper.join()
+        if run.result is None:
+            run.stop()
+    assert run.result["env_steps"] > 0

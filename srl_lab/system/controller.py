@@ -265,9 +265,13 @@ class Run:
 
     def wait(self, env_steps: int | None = None, seconds: float | None = None,
              target_return: float | None = None, progress: bool = True) -> dict[str, Any]:
-        """Block until a budget is spent or the mean return of the last 20 episodes reaches a target."""
+        """Block until a budget is spent, the mean return of the last 20 episodes reaches a target, or
+        the run stops; with no budget and no target, until the run stops (or a worker's bug fails it)."""
         from tqdm.auto import tqdm
 
+        for name, value in (("env_steps", env_steps), ("seconds", seconds), ("target_return", target_return)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ConfigError(name, f"must be a number, got {value!r}", f"e.g. run.wait({name}=60)")
         if target_return is not None and is_multi_policy(self.config):
             raise ValueError("target_return is ambiguous with several policies: wait for env_steps or seconds, "
                              "and read each policy's return in run.status()['policies']")
@@ -286,6 +290,8 @@ class Run:
                     break
                 if target_return is not None and len(self.metrics.episodes) >= 20 \
                         and self.metrics.mean_return(20) >= target_return:
+                    break
+                if self.result is not None:  # stopped, e.g. from another thread: nothing more will come
                     break
                 time.sleep(0.25)
         finally:
