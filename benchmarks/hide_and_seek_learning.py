@@ -135,11 +135,9 @@ def main(argv: list[str] | None = None) -> None:
                              "--eval-episodes", str(args.episodes), "--pool-every", str(args.pool_every),
                              "--mapping", args.mapping, "--hider-spawn", args.hider_spawn, "--actors", str(args.actors),
                              "--device", args.device,
-                             *(["--hidden", str(args.hidden)] if args.hidden else []),
-                             *(["--embed", str(args.embed)] if args.embed else []),
-                             *(["--batch-steps", str(args.batch_steps)] if args.batch_steps else []),
-                             *(["--hiders", str(args.hiders)] if args.hiders else []),
-                             *(["--seekers", str(args.seekers)] if args.seekers else []),
+                             *(arg for flag in ("hidden", "embed", "batch_steps", "hiders", "seekers")
+                               if getattr(args, flag) is not None  # 0 goes on, for the recipe to refuse
+                               for arg in (f"--{flag.replace('_', '-')}", str(getattr(args, flag)))),
                              *(["--recurrent"] if args.recurrent else []),
                              "--action-repeat", str(args.action_repeat),
                              *(["--scheduler", args.scheduler] if args.scheduler else []),
