@@ -311,6 +311,8 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
                  "the curves to be drawn twice")
         assert bytes(panel.curves.value).startswith(PNG_SIGNATURE)
         assert bytes(panel.throughput.value).startswith(PNG_SIGNATURE)
+        wait_for(lambda: (next(w for w in run.status()["workers"] if w["role"] == "actor")["inference_latency_ms"]
+                          or 0) > 0, 10, "inline inference to report its forward pass's time, not 0")
 
         panel.actors.value = 2  # what dragging the slider does
         wait_for(lambda: running(panel) == 2 and "2 actor workers" in note(panel), 90, "a second actor")

@@ -79,6 +79,12 @@ def read_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Rep
     return group, Reply(parts[0], parts[1], parts[2], version, state)
 
 
+def smoothed_latency(average_s: float, sample_s: float) -> float:
+    """Exponential average of inference call times (the worker table's "inference ms"); the first
+    call sets it, so it does not climb from 0 over the first tens of calls."""
+    return sample_s if average_s == 0.0 else 0.9 * average_s + 0.1 * sample_s
+
+
 class InlineInference(ReportsPeer):
     """Policy inside the actor process; weights refreshed from the parameter service between steps."""
 
@@ -90,7 +96,7 @@ class InlineInference(ReportsPeer):
             raise StopRequested("inline inference")
         self.policy.load_weights(weights)
         self._replies: dict[int, Reply] = {}
-        self.latency_s = 0.0  # no stream in between
+        self.latency_s = 0.0  # the network's forward pass, averaged: no stream in between
 
     def counted_peer(self) -> ParameterClient:
         """Its only peer is the parameter service."""
@@ -100,7 +106,9 @@ class InlineInference(ReportsPeer):
         weights = self.params.poll()
         if weights is not None:
             self.policy.load_weights(weights)
+        started = time.monotonic()
         actions, logp, values, next_state = step_policy(self.policy, obs, state)
+        self.latency_s = smoothed_latency(self.latency_s, time.monotonic() - started)
         self._replies[group] = Reply(actions, logp, values, self.params.version, next_state)
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply | None:
@@ -170,7 +178,7 @@ class RemoteInference(ReportsPeer):
                 self.peer.receiver.refuse("late reply", malformed=False)
                 continue
             del self._requests[g]
-            self.latency_s = 0.9 * self.latency_s + 0.1 * (time.monotonic() - self._posted_at.pop(g))
+            self.latency_s = smoothed_latency(self.latency_s, time.monotonic() - self._posted_at.pop(g))
             self._replies[g] = reply
         return self._replies.pop(group)
 
