@@ -24,8 +24,16 @@ def play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int =
 
     Each team is played by its policy (sampling its actions), or by uniform random actions where it is
     None. A recurrent policy keeps its state per row, zeroed where an episode ends. The same seed
-    gives the same scenes to every pairing.
+    gives the same scenes to every pairing, and the same policy the same figure: its sampling draws
+    from torch's generator seeded here (the caller's generator state is restored afterwards).
     """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _play(hider, seeker, episodes, seed, num_envs, **env_kwargs)
+
+
+def _play(hider: Policy | None, seeker: Policy | None, episodes: int, seed: int, num_envs: int,
+          **env_kwargs) -> float:
     # This function decides who plays randomly: a training-time opponent mix does not apply.
     env = HideAndSeekLite(num_envs, seed=seed, **{**env_kwargs, "random_opponents": 0.0})
     n_hiders, n_agents = env.layout.n_hiders, env.num_agents
