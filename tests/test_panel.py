@@ -329,6 +329,8 @@ def test_panel_controls_a_live_run(fixed_cluster, tmp_path):
         wait_for(lambda: "state: <b>paused</b>" in panel.header.value, 10, "the other process's pause")
         assert run.paused
         wait_for(lambda: "env steps/s: 0 " in panel.header.value, 10, "idle actors to read 0 env steps/s")
+        assert all(w["inference_latency_ms"] and w["policy_version"] is not None  # the rest of the row stays
+                   for w in run.status()["workers"] if w["role"] == "actor")
 
         panel.buttons["resume"].click()
         wait_for(lambda: not run.paused and "state: <b>running</b>" in panel.header.value, 10, "resume")

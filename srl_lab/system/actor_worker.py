@@ -76,12 +76,18 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
         reconnects = sum(s.reconnects for s in samples.values()) + sum(i.reconnects for i in inference.values())
         return {**refusal_report(*(i.refusals for i in inference.values())), "reconnects": reconnects}
 
+    def report(env_steps_per_s: float) -> None:
+        latency_s = max(i.latency_s for i in inference.values())
+        ctx.log(**ring.counters, **produced(), env_steps_per_s=env_steps_per_s,
+                policy_version=ring.policy_version, inference_latency_ms=1000 * latency_s,
+                pool_results=ring.take_pool_results(), **stream_counts())
+
     ctx.running()
     last_log = time.monotonic()
     env_steps_rate = TrailingRate(last_log)
     while True:
         if ctx.paused():
-            ctx.log(**ring.counters, **produced(), env_steps_per_s=0.0, **stream_counts())  # idle reads 0, not the last rate
+            report(0.0)  # idle: the header and the table read 0, not the last rate
             while ctx.paused() and not ctx.should_stop():
                 time.sleep(0.1)
             env_steps_rate = TrailingRate(time.monotonic(), ring.counters["env_steps"])  # the pause is not a rate
@@ -89,11 +95,7 @@ def _run(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, index:
             break
         now = time.monotonic()
         if now - last_log >= config.metrics_interval_s:
-            latency_s = max(i.latency_s for i in inference.values())
-            rate = env_steps_rate.update(now, ring.counters["env_steps"])
-            ctx.log(**ring.counters, **produced(), env_steps_per_s=rate,
-                    policy_version=ring.policy_version, inference_latency_ms=1000 * latency_s,
-                    pool_results=ring.take_pool_results(), **stream_counts())
+            report(env_steps_rate.update(now, ring.counters["env_steps"]))
             last_log = now
 
     for sender in samples.values():  # deliver what is queued before reporting final counts
