@@ -14,6 +14,11 @@ play steps on which the hider stays hidden, per arm. If ``fort`` is not clearly 
 policy that learned forts would gain nothing by them in this env, and the fort milestone would
 measure nothing a learner could want; if it is, what self-play lacks is finding the fort.
 
+With the policy acting, it also reports the hider's return and what the run's critic expected of it
+at the first play step (``critic``, in return units). A critic that values ``fort`` no higher than
+``open`` while the returns differ gives a fort-building step no advantage of its own: the fort's
+worth reaches it only through GAE's discounted tail of the play steps' surprises.
+
 How it could mislead: the scenes fix one door position and one room shape, so they measure the
 payoff of this fort, not of every fort; a seeker the run never trained to enter the room would make
 every arm look alike (check ``open`` against ``hide_and_seek_learning.py``'s hidden fraction).
@@ -30,6 +35,7 @@ import cloudpickle
 import numpy as np
 import torch
 
+from srl_lab.algorithms.value_norm import ValueNormalizer
 from srl_lab.api.policy import obs_to_tensor
 from srl_lab.envs.factory import make_policy, probe_env
 from srl_lab.envs.hide_and_seek import spec
@@ -57,20 +63,31 @@ def scene(arm: str, index: int, prep_steps: int) -> Scene:
     return Scene(agents=[hider, seeker], walls=WALLS, boxes=[door_cube, Box(5.5, 3.5)], t=prep_steps)
 
 
-def hidden_fraction(policy, arm: str, hider_acts: bool, envs: int) -> float:
-    """Mean fraction of play steps hidden over ``envs`` episodes played from ``arm``'s scenes."""
+def play_arm(policy, arm: str, hider_acts: bool, envs: int,
+             values: ValueNormalizer | None = None) -> dict[str, float]:
+    """Over ``envs`` episodes played from ``arm``'s scenes: the mean fraction of play steps hidden, the
+    hider's return, and the critic's value of the hider's first play step (through ``values``, the
+    run's value normaliser: the value head predicts normalised returns)."""
     env = HideAndSeekLite(envs, scenario="quadrant", n_hiders=1, n_seekers=1, seed=0)
     env.reset(seed=0)
     rows = [env.load_scene(e, scene(arm, e, env.prep_steps)) for e in range(envs)]
     obs = {key: np.stack([row[key] for row in rows]) for key in rows[0]}
-    with torch.no_grad():
+    hider_return, critic = np.zeros(envs), None
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # the same sampled actions on every rerun
         while True:
-            actions = policy.act(obs_to_tensor(flatten_rows(obs, envs * 2))).actions.numpy().reshape(envs, 2, -1)
+            act = policy.act(obs_to_tensor(flatten_rows(obs, envs * 2)))
+            if critic is None:
+                first = act.values.numpy().reshape(envs, 2)[:, 0]
+                critic = float(np.mean(first if values is None else values.denormalize(first)))
+            actions = act.actions.numpy().reshape(envs, 2, -1)
             if not hider_acts:
                 actions[:, 0] = STILL
             result = env.step(actions)
+            hider_return += result.reward[:, 0]
             if result.episodes:  # every env started at the same step, so all end together
-                return float(np.mean([e["hidden_fraction"] for e in result.episodes]))
+                return {"hidden": float(np.mean([e["hidden_fraction"] for e in result.episodes])),
+                        "hider_return": float(np.mean(hider_return)), "critic": critic}
             obs = result.obs
 
 
@@ -94,13 +111,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--envs", type=int, default=128, help="episodes per arm")
     args = parser.parse_args(argv)
     path, version, policy, _ = trained_policy(args.run_dir, parser)
-    hidden = {f"{arm}/{'policy' if acts else 'still'}_hider": hidden_fraction(policy, arm, acts, args.envs)
+    values = value_normalizer(path)
+    played = {f"{arm}/{'policy' if acts else 'still'}_hider": play_arm(policy, arm, acts, args.envs, values)
               for arm in ARMS for acts in (True, False)}
-    for name, value in hidden.items():
-        print(f"{name:32s} hidden on {100 * value:5.1f} % of play steps")
+    hidden = {name: arm["hidden"] for name, arm in played.items()}
+    acting = {name.split("/")[0]: arm for name, arm in played.items() if name.endswith("/policy_hider")}
+    for name, arm in played.items():
+        print(f"{name:32s} hidden on {100 * arm['hidden']:5.1f} % of play steps")
+    for arm, figures in acting.items():
+        print(f"{arm:18s} hider return {figures['hider_return']:6.1f}, the critic expected {figures['critic']:6.1f}")
     print(json.dumps({"checkpoint": path, "version": version, "episodes_per_arm": args.envs,
                       "hidden_fraction": hidden,
-                      "fort_payoff_pts": 100 * (hidden["fort/policy_hider"] - hidden["open/policy_hider"])}))
+                      "fort_payoff_pts": 100 * (hidden["fort/policy_hider"] - hidden["open/policy_hider"]),
+                      "hider_return": {arm: figures["hider_return"] for arm, figures in acting.items()},
+                      "critic": {arm: figures["critic"] for arm, figures in acting.items()}}))
+
+
+def value_normalizer(checkpoint: str) -> ValueNormalizer | None:
+    """The run's value normaliser at that checkpoint, or None where it trained without one."""
+    saved = checkpoints.load(checkpoint)["algorithm"].get("value_normalizer")
+    if saved is None:
+        return None
+    values = ValueNormalizer()
+    values.load_state_dict(saved)
+    return values
 
 
 if __name__ == "__main__":

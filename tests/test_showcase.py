@@ -179,6 +179,10 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     payoff = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert payoff["hidden_fraction"]["fort/still_hider"] == 1.0, payoff
     assert len(payoff["hidden_fraction"]) == 6 and all(0 <= v <= 1 for v in payoff["hidden_fraction"].values())
+    for arm in fort_payoff.ARMS:  # +1 per play step hidden, -1 seen: the return follows the hidden fraction
+        hidden = payoff["hidden_fraction"][f"{arm}/policy_hider"]
+        assert payoff["hider_return"][arm] == pytest.approx(48 * (2 * hidden - 1), abs=0.5), payoff
+        assert np.isfinite(payoff["critic"][arm])
 
     # The box-use diagnostic plays the same checkpoint in self-play: with grabs forced off nothing is held.
     _load(ROOT / "benchmarks" / "hide_and_seek_box_use.py").main(["--run-dir", str(tmp_path / "run"), "--envs", "16"])
