@@ -28,6 +28,7 @@ The last stdout line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from typing import Any
 
@@ -68,27 +69,60 @@ def play_arm(policy, arm: str, hider_acts: bool, envs: int,
     """Over ``envs`` episodes played from ``arm``'s scenes: the mean fraction of play steps hidden, the
     hider's return, and the critic's value of the hider's first play step (through ``values``, the
     run's value normaliser: the value head predicts normalised returns)."""
+    played = play_scenes(policy, arm, hider_acts, range(envs))
+    critic = played["critic"] if values is None else values.denormalize(played["critic"])
+    return {"hidden": float(np.mean(played["hidden"])), "hider_return": float(np.mean(played["hider_return"])),
+            "critic": float(np.mean(critic))}
+
+
+def play_scenes(policy, arm: str, hider_acts: bool, scenes: range) -> dict[str, Any]:
+    """One episode from each of ``arm``'s scenes ``scenes``, per env: the hider's observation and the
+    critic's output (normalised) at the first play step, its return and its hidden fraction."""
+    envs = len(scenes)
     env = HideAndSeekLite(envs, scenario="quadrant", n_hiders=1, n_seekers=1, seed=0)
     env.reset(seed=0)
-    rows = [env.load_scene(e, scene(arm, e, env.prep_steps)) for e in range(envs)]
+    rows = [env.load_scene(e, scene(arm, index, env.prep_steps)) for e, index in enumerate(scenes)]
     obs = {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+    first_obs = {key: value[:, 0].copy() for key, value in obs.items()}
     hider_return, critic = np.zeros(envs), None
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)  # the same sampled actions on every rerun
         while True:
             act = policy.act(obs_to_tensor(flatten_rows(obs, envs * 2)))
             if critic is None:
-                first = act.values.numpy().reshape(envs, 2)[:, 0]
-                critic = float(np.mean(first if values is None else values.denormalize(first)))
+                critic = act.values.numpy().reshape(envs, 2)[:, 0]
             actions = act.actions.numpy().reshape(envs, 2, -1)
             if not hider_acts:
                 actions[:, 0] = STILL
             result = env.step(actions)
             hider_return += result.reward[:, 0]
             if result.episodes:  # every env started at the same step, so all end together
-                return {"hidden": float(np.mean([e["hidden_fraction"] for e in result.episodes])),
-                        "hider_return": float(np.mean(hider_return)), "critic": critic}
+                return {"first_obs": first_obs, "critic": critic, "hider_return": hider_return,
+                        "hidden": np.array([e["hidden_fraction"] for e in result.episodes])}
             obs = result.obs
+
+
+def fit_critic(policy, values: ValueNormalizer | None, steps: int, envs: int,
+               train_scenes: int = 1024, minibatch: int = 256) -> dict[str, float]:
+    """Could this critic hold a fort's worth, given forts to learn from? A copy of the policy's critic
+    regresses the hider's first-play-step return on ``train_scenes`` fort and
+    open scenes of their own agent draws for ``steps`` Adam steps; returns its values (in return units)
+    on the ``envs`` evaluation scenes of each arm."""
+    critic = copy.deepcopy(policy)
+    values = values or ValueNormalizer()  # the identity before any update
+    train = [play_scenes(critic, arm, True, range(10_000, 10_000 + train_scenes)) for arm in ("fort", "open")]
+    obs = {key: np.concatenate([arm["first_obs"][key] for arm in train]) for key in train[0]["first_obs"]}
+    targets = torch.as_tensor(values.normalize(np.concatenate([arm["hider_return"] for arm in train])))
+    optimizer = torch.optim.Adam(critic.parameters(), lr=3e-4)  # a value loss reaches only the critic's
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        rows = rng.integers(0, len(targets), minibatch)
+        _, predicted = critic.distribution_and_value(obs_to_tensor({key: v[rows] for key, v in obs.items()}))
+        loss = torch.mean((predicted - targets[rows]) ** 2)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return {arm: play_arm(critic, arm, True, envs, values)["critic"] for arm in ("fort", "open")}
 
 
 def trained_policy(run_dir: str, parser: argparse.ArgumentParser) -> tuple[str, int, Any, Any]:
@@ -109,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run with a checkpoint")
     parser.add_argument("--envs", type=int, default=128, help="episodes per arm")
+    parser.add_argument("--fit-critic", type=int, default=0, metavar="STEPS",
+                        help="also fit a copy of the critic to fort and open scenes for STEPS Adam steps")
     args = parser.parse_args(argv)
     path, version, policy, _ = trained_policy(args.run_dir, parser)
     values = value_normalizer(path)
@@ -124,7 +160,10 @@ def main(argv: list[str] | None = None) -> None:
                       "hidden_fraction": hidden,
                       "fort_payoff_pts": 100 * (hidden["fort/policy_hider"] - hidden["open/policy_hider"]),
                       "hider_return": {arm: figures["hider_return"] for arm, figures in acting.items()},
-                      "critic": {arm: figures["critic"] for arm, figures in acting.items()}}))
+                      "critic": {arm: figures["critic"] for arm, figures in acting.items()},
+                      "critic_after_fit": ({"steps": args.fit_critic,
+                                            **fit_critic(policy, values, args.fit_critic, args.envs)}
+                                           if args.fit_critic else None)}))
 
 
 def value_normalizer(checkpoint: str) -> ValueNormalizer | None:

@@ -175,7 +175,7 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     *_, config = fort_payoff.trained_policy(str(tmp_path / "run"), None)
     assert config.policy.factory.keywords["hidden"] == 24  # --hidden reached the trained model
     assert config.trainer.checkpoint_keep == 3 and report["trainer_overrides"] == ["checkpoint_keep=3"]
-    fort_payoff.main(["--run-dir", str(tmp_path / "run"), "--envs", "32"])
+    fort_payoff.main(["--run-dir", str(tmp_path / "run"), "--envs", "32", "--fit-critic", "3"])
     payoff = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert payoff["hidden_fraction"]["fort/still_hider"] == 1.0, payoff
     assert len(payoff["hidden_fraction"]) == 6 and all(0 <= v <= 1 for v in payoff["hidden_fraction"].values())
@@ -183,6 +183,8 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
         hidden = payoff["hidden_fraction"][f"{arm}/policy_hider"]
         assert payoff["hider_return"][arm] == pytest.approx(48 * (2 * hidden - 1), abs=0.5), payoff
         assert np.isfinite(payoff["critic"][arm])
+    fitted = payoff["critic_after_fit"]
+    assert fitted["steps"] == 3 and np.isfinite(fitted["fort"]) and np.isfinite(fitted["open"])
 
     # The box-use diagnostic plays the same checkpoint in self-play: with grabs forced off nothing is held.
     _load(ROOT / "benchmarks" / "hide_and_seek_box_use.py").main(["--run-dir", str(tmp_path / "run"), "--envs", "16"])
