@@ -131,12 +131,17 @@ def trained_policy(run_dir: str, parser: argparse.ArgumentParser) -> tuple[str, 
     if found is None:
         parser.error(f"{run_dir} has no checkpoint to load a policy from")
     path, state = found
+    return (path, *policy_in(state))
+
+
+def policy_in(state: dict[str, Any]) -> tuple[int, Any, Any]:
+    """(version, policy in eval mode, the run's config) from a loaded checkpoint."""
     config = cloudpickle.loads(state["config_pickle"])  # the run's exact config, saved with its weights
     probe = probe_env(config)
     policy = make_policy(config, probe.observation_space, probe.action_space, probe)
     policy.load_state_dict(state["algorithm"]["policy"])
     policy.eval()
-    return path, int(state["version"]), policy, config
+    return int(state["version"]), policy, config
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -186,6 +186,15 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     fitted = payoff["critic_after_fit"]
     assert fitted["steps"] == 3 and np.isfinite(fitted["fort"]) and np.isfinite(fitted["open"])
 
+    # Re-evaluating the run's newest checkpoint on the benchmark's seed gives the benchmark's figures
+    # again: the evaluation seeds every team's sampling, and the final checkpoint holds the final weights.
+    _load(ROOT / "benchmarks" / "hide_and_seek_gains.py").main(
+        ["--run-dir", str(tmp_path / "run"), "--seeds", "12345,7", "--episodes", "8"])
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["checkpoints"]
+    assert len(again) == 1 and len(again[0]["hider_gain_pts"]["by_seed"]) == 2
+    assert again[0]["seeker_gain_pts"]["by_seed"][0] == pytest.approx(report["seeker_gain_pts"])
+    assert again[0]["hider_gain_pts"]["by_seed"][0] == pytest.approx(report["hider_gain_pts"])
+
     # The box-use diagnostic plays the same checkpoint in self-play: with grabs forced off nothing is held.
     _load(ROOT / "benchmarks" / "hide_and_seek_box_use.py").main(["--run-dir", str(tmp_path / "run"), "--envs", "16"])
     use = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
