@@ -17,7 +17,9 @@ measure nothing a learner could want; if it is, what self-play lacks is finding 
 With the policy acting, it also reports the hider's return and what the run's critic expected of it
 at the first play step (``critic``, in return units). A critic that values ``fort`` no higher than
 ``open`` while the returns differ gives a fort-building step no advantage of its own: the fort's
-worth reaches it only through GAE's discounted tail of the play steps' surprises.
+worth reaches it only through GAE's discounted tail of the play steps' surprises. ``--fit-critic
+STEPS`` asks whether the critic could tell them apart if it saw forts: a copy of it is fit to fort and
+open scenes of other agent draws, then read on the evaluation scenes (``critic_after_fit``).
 
 How it could mislead: the scenes fix one door position and one room shape, so they measure the
 payoff of this fort, not of every fort; a seeker the run never trained to enter the room would make
@@ -105,9 +107,9 @@ def play_scenes(policy, arm: str, hider_acts: bool, scenes: range) -> dict[str, 
 def fit_critic(policy, values: ValueNormalizer | None, steps: int, envs: int,
                train_scenes: int = 1024, minibatch: int = 256) -> dict[str, float]:
     """Could this critic hold a fort's worth, given forts to learn from? A copy of the policy's critic
-    regresses the hider's first-play-step return on ``train_scenes`` fort and
-    open scenes of their own agent draws for ``steps`` Adam steps; returns its values (in return units)
-    on the ``envs`` evaluation scenes of each arm."""
+    regresses the hider's first-play-step return on ``train_scenes`` fort and open scenes of their own
+    agent draws for ``steps`` Adam steps; returns its values (in return units) on the ``envs``
+    evaluation scenes of each arm."""
     critic = copy.deepcopy(policy)
     values = values or ValueNormalizer()  # the identity before any update
     train = [play_scenes(critic, arm, True, range(10_000, 10_000 + train_scenes)) for arm in ("fort", "open")]
