@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +288,23 @@ ATTACH = textwrap.dedent("""
     panel.close()
     run.close()
 """)
+
+
+def test_an_attached_view_counts_only_the_actors_still_reporting(dask_client):
+    """An actor scaled away keeps its last report on the scheduler; the run's rate must not include it."""
+    run_id = "attach-rate-test-1"
+    now = time.time()
+    for worker, age_s, rate in (("actor-0", 0.0, 1000.0), ("actor-1", 60.0, 500.0)):
+        dask_client.log_event(f"srl-lab/{run_id}", {"srl_worker": worker, "role": "actor", "time": now - age_s,
+                                                   "env_steps": 10_000, "env_steps_per_s": rate})
+    run = srl_lab.notebook.attach(run_id, scheduler=dask_client)
+    try:
+        wait_for(lambda: len(run.metrics.workers()) == 2, 10, "both actors' reports")
+        status = run.status()
+        assert (status["actors"], status["env_steps_per_s"], status["env_steps"]) == (1, 1000.0, 20_000)
+        assert {w["worker"]: w["state"] for w in status["workers"]} == {"actor-0": "running", "actor-1": "silent"}
+    finally:
+        run.close()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from distributed import Client, Event
 from srl_lab.notebook.table import reported_workers
 from srl_lab.system.control import flag_name, metrics_topic, request_checkpoint
 from srl_lab.system.metrics import MetricsLog
+from srl_lab.system.run_status import actor_totals
 
 TOPIC_PREFIX = metrics_topic("")
 SILENT_AFTER_S = 10.0  # a worker that has not reported for this long is shown as silent
@@ -95,9 +96,7 @@ class AttachedRun:
             "running" if now - r.get("time", 0.0) < SILENT_AFTER_S else "silent"))
         trainer = self.metrics.workers().get("trainer-0", {})
         return {"run_id": self.run_id, "run_dir": None, "stopped": self.stopped, "workers": workers,
-                "actors": sum(1 for w in workers if w["role"] == "actor" and w["state"] == "running"),
-                "env_steps": self.metrics.env_steps(),
-                "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in workers if w["role"] == "actor"),
+                **actor_totals(workers), "env_steps": self.metrics.env_steps(),
                 "version": trainer.get("version", 0), "episodes": len(self.metrics.episodes),
                 "mean_return_last_20": self.metrics.mean_return(20), "dashboard": self.client.dashboard_link}
 

@@ -40,16 +40,14 @@ def run_status(run: "Run") -> dict[str, Any]:
                         "env_steps_per_s": record.get("env_steps_per_s"),
                         "inference_latency_ms": record.get("inference_latency_ms"),
                         "policy_version": record.get("policy_version", record.get("version"))})
-    running_actors = [w for w in workers if w["role"] == "actor" and w["state"] == "running"]
     trainers = [record for name, record in latest.items() if name.startswith("trainer-")]
     failure = run.supervision.failure
     pooled = [p for p in policy_ids(run.config) if for_policy(run.config, p).policy.pool is not None]
     return {
         "run_id": run.run_id, "run_dir": run.run_dir, "stopped": run.result is not None,
         "workers": workers,
-        "actors": len(running_actors),
+        **actor_totals(workers),
         "env_steps": run.metrics.env_steps(),
-        "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in running_actors),
         "version": latest.get("trainer-0", {}).get("version", 0),
         **{key: sum(t.get(key, 0) for t in trainers) for key in TRAINER_TOTALS},
         "restarts": sum(w["restarts"] for w in workers),
@@ -61,6 +59,13 @@ def run_status(run: "Run") -> dict[str, Any]:
         **({"policies": _policies(run, latest)} if is_multi_policy(run.config) else {}),
         **({"pools": {policy: run.metrics.pool_table(policy) for policy in pooled}} if pooled else {}),
     }
+
+
+def actor_totals(workers: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many actor workers run and their summed env steps/s: an actor that left or went silent
+    keeps its last report, which must not count towards the run's rate."""
+    running = [w for w in workers if w["role"] == "actor" and w["state"] == "running"]
+    return {"actors": len(running), "env_steps_per_s": sum(w["env_steps_per_s"] or 0 for w in running)}
 
 
 def _policies(run: "Run", latest: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
