@@ -11,6 +11,7 @@ import pytest
 
 from srl_lab.envs.hide_and_seek.evaluate import gains, hidden_fraction, play
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
+from srl_lab.system.metrics import MetricsLog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,6 +141,27 @@ def test_milestone_times_come_from_the_rolling_mean():
     assert bench.last_fraction_mean(records, "missing") is None
 
 
+def test_phase_stretches_split_a_run_by_wall_clock_and_average_each_statistic():
+    phases = _load(ROOT / "benchmarks" / "hide_and_seek_phases.py")
+    log = MetricsLog(None)
+    reports = [(1000.0, 5_000, [(1, 0.0), (2, 1.0)], 3.0), (1050.0, 9_000, [(1, 0.0)], 5.0),
+               (1200.0, 20_000, [(2, 0.0), (1, 1.0), (1, 1.0)], None)]  # the third falls two stretches on
+    for time, consumed, episodes, entropy in reports:
+        log.add({"srl_worker": "trainer-0", "role": "trainer", "time": time, "env_steps_consumed": consumed,
+                 "train": {} if entropy is None else {"entropy": entropy},
+                 "episodes": [{"num_doors": doors, "fort_prep": fort, "hider_in_room": 1.0} for doors, fort in episodes]})
+    rows = phases.stretches(log, minutes=1.0)
+    assert [(r["from_minute"], r["episodes"], r["env_steps"], r["updates"]) for r in rows] == [
+        (0.0, 3, 9_000, 2), (3.0, 3, 20_000, 1)]
+    assert rows[0]["fort_prep"] == pytest.approx(1 / 3) and rows[0]["fort_prep_one_door"] == 0.0
+    assert rows[1]["fort_prep"] == pytest.approx(2 / 3) and rows[1]["fort_prep_one_door"] == 1.0
+    assert rows[0]["entropy"] == 4.0 and rows[1]["entropy"] is None  # an update without the figure
+    assert rows[0]["hider_in_room"] == 1.0 and rows[0]["seeker_in_room"] is None  # never reported
+    assert phases.stretches(MetricsLog(None), minutes=3.0) == []
+    with pytest.raises(SystemExit):
+        phases.main(["--run-dir", ".", "--stretch", "0"])
+
+
 @pytest.mark.slow
 def test_learning_benchmark_without_evaluation_reports_null_gains(dask_client, tmp_path, capsys):
     """``--episodes 0`` skips the evaluation: the JSON line still comes, its gains null."""
@@ -203,6 +225,12 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     heads = use["hider_prep_heads"]
     assert all(0 <= heads[f"{head}_p1"] <= 1 and 0 <= heads[f"{head}_entropy"] <= math.log(2) + 1e-6
                for head in ("grab", "lock")), heads
+
+    # The run's course by stretches of minutes holds every training episode it reported.
+    _load(ROOT / "benchmarks" / "hide_and_seek_phases.py").main(["--run-dir", str(tmp_path / "run"), "--stretch", "0.05"])
+    course = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stretches"]
+    assert sum(row["episodes"] for row in course) == len(MetricsLog.load(str(tmp_path / "run" / "metrics.jsonl")).episodes)
+    assert 0 < course[-1]["env_steps"] <= report["env_steps"]  # trained by then, of what actors produced
 
     # The fort-reach benchmark: scripted hiders close the room's doors, and the run's seeker hardly ever
     # sees one behind them.

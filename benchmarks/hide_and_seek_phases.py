@@ -1,0 +1,94 @@
+"""A hide-and-seek run's course, stretch by stretch: the phase statistics per few minutes of training.
+
+Reads ``--run-dir``'s ``metrics.jsonl`` (a finished run, or one still training) and splits its
+training episodes into stretches of ``--stretch`` wall-clock minutes from the first episode. Per
+stretch: the episodes, the env steps trained by its end, and the means of the phase statistics
+(hidden fraction, seekers and hiders in the room, cubes locked and moved in preparation, the fort
+rate over every room and over one-door rooms, play steps with a hider holding a box), plus the
+policy's mean entropy over the updates in the stretch.
+
+Why: the learning benchmark's JSON gives the last 10 % of training and the milestones; the docs
+describe each run's course (when seekers entered the room, when hiders left it, how locking rose and
+fell), and this prints the figures that description comes from.
+
+How it could mislead: episodes are stamped with the time the trainer reported them, not the time
+they were played, so a stretch holds the episodes reported in it (up to one update late); a stretch
+of a run that was paused holds fewer episodes, and every mean weighs its episodes alike whatever the
+room's doors.
+
+The last stdout line is one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from srl_lab.system.metrics import MetricsLog
+
+STATISTICS = ("hidden_fraction", "seeker_in_room", "hider_in_room", "num_box_lock_prep", "fort_prep",
+              "max_box_move_prep", "hider_holds_play")
+
+
+def mean_of(rows: list[dict[str, Any]], key: str) -> float | None:
+    """Mean of ``key`` over the rows holding a finite number for it; None when none does."""
+    values = [float(r[key]) for r in rows if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+    return float(np.mean(values)) if values else None
+
+
+def stretches(log: MetricsLog, minutes: float) -> list[dict[str, Any]]:
+    """One row per ``minutes`` of wall-clock from the first episode, in order; stretches without
+    episodes are left out."""
+    episodes = [e for e in log.episodes if e.get("time") is not None]
+    if not episodes:
+        return []
+    start = min(e["time"] for e in episodes)
+    width = minutes * 60.0
+    by_stretch: dict[int, list[dict[str, Any]]] = {}
+    for episode in episodes:
+        by_stretch.setdefault(int((episode["time"] - start) // width), []).append(episode)
+    updates: dict[int, list[dict[str, Any]]] = {}
+    for update in log.train:
+        if update.get("time") is not None and update["time"] >= start:
+            updates.setdefault(int((update["time"] - start) // width), []).append(update)
+    rows = []
+    for index in sorted(by_stretch):
+        rows.append({
+            "from_minute": index * minutes, "episodes": len(by_stretch[index]),
+            "env_steps": max(e.get("env_steps", 0) for e in by_stretch[index]),
+            **{key: mean_of(by_stretch[index], key) for key in STATISTICS},
+            "fort_prep_one_door": mean_of([e for e in by_stretch[index] if e.get("num_doors") == 1], "fort_prep"),
+            "entropy": mean_of(updates.get(index, []), "entropy"), "updates": len(updates.get(index, [])),
+        })
+    return rows
+
+
+def _cell(value: float | None) -> str:
+    return "—".rjust(8) if value is None else f"{value:8.3f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True, help="a hide-and-seek run directory (finished or live)")
+    parser.add_argument("--stretch", type=float, default=3.0, help="minutes per row (default 3)")
+    args = parser.parse_args(argv)
+    if not args.stretch > 0:
+        parser.error(f"--stretch must be a positive number of minutes, got {args.stretch}")
+    path = os.path.join(args.run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        parser.error(f"{args.run_dir} has no metrics.jsonl: give the directory a run wrote")
+    rows = stretches(MetricsLog.load(path), args.stretch)
+    columns = (*STATISTICS, "fort_prep_one_door", "entropy")
+    print("minute episodes env_steps_M " + " ".join(name[:8].rjust(8) for name in columns))
+    for row in rows:
+        print(f"{row['from_minute']:6.1f} {row['episodes']:8d} {row['env_steps'] / 1e6:11.2f} "
+              + " ".join(_cell(row[name]) for name in columns))
+    print(json.dumps({"run_dir": args.run_dir, "stretch_minutes": args.stretch, "stretches": rows}))
+
+
+if __name__ == "__main__":
+    main()
