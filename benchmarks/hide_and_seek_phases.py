@@ -2,7 +2,8 @@
 
 Reads ``--run-dir``'s ``metrics.jsonl`` (a finished run, or one still training) and splits its
 training episodes into stretches of ``--stretch`` wall-clock minutes from the first episode. Per
-stretch: the episodes, the env steps trained by its end, and the means of the phase statistics
+stretch: the episodes, the samples trained by its end (env-agent steps, the curves' x axis: two
+per env step in 1 v 1), and the means of the phase statistics
 (hidden fraction, seekers and hiders in the room, cubes locked and moved in preparation, the fort
 rate over every room and over one-door rooms, play steps with a hider holding a box), plus the
 policy's mean entropy over the updates in the stretch.
@@ -59,7 +60,7 @@ def stretches(log: MetricsLog, minutes: float) -> list[dict[str, Any]]:
     for index in sorted(by_stretch):
         rows.append({
             "from_minute": index * minutes, "episodes": len(by_stretch[index]),
-            "env_steps": max(e.get("env_steps", 0) for e in by_stretch[index]),
+            "agent_steps_trained": max(e.get("env_steps", 0) for e in by_stretch[index]),  # the trainer's stamp
             **{key: mean_of(by_stretch[index], key) for key in STATISTICS},
             "fort_prep_one_door": mean_of([e for e in by_stretch[index] if e.get("num_doors") == 1], "fort_prep"),
             "entropy": mean_of(updates.get(index, []), "entropy"), "updates": len(updates.get(index, [])),
@@ -83,9 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"{args.run_dir} has no metrics.jsonl: give the directory a run wrote")
     rows = stretches(MetricsLog.load(path), args.stretch)
     columns = (*STATISTICS, "fort_prep_one_door", "entropy")
-    print("minute episodes env_steps_M " + " ".join(name[:8].rjust(8) for name in columns))
+    print("minute episodes trained_M " + " ".join(name[:8].rjust(8) for name in columns))
     for row in rows:
-        print(f"{row['from_minute']:6.1f} {row['episodes']:8d} {row['env_steps'] / 1e6:11.2f} "
+        print(f"{row['from_minute']:6.1f} {row['episodes']:8d} {row['agent_steps_trained'] / 1e6:9.2f} "
               + " ".join(_cell(row[name]) for name in columns))
     print(json.dumps({"run_dir": args.run_dir, "stretch_minutes": args.stretch, "stretches": rows}))
 

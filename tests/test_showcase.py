@@ -151,7 +151,7 @@ def test_phase_stretches_split_a_run_by_wall_clock_and_average_each_statistic():
                  "train": {} if entropy is None else {"entropy": entropy},
                  "episodes": [{"num_doors": doors, "fort_prep": fort, "hider_in_room": 1.0} for doors, fort in episodes]})
     rows = phases.stretches(log, minutes=1.0)
-    assert [(r["from_minute"], r["episodes"], r["env_steps"], r["updates"]) for r in rows] == [
+    assert [(r["from_minute"], r["episodes"], r["agent_steps_trained"], r["updates"]) for r in rows] == [
         (0.0, 3, 9_000, 2), (3.0, 3, 20_000, 1)]
     assert rows[0]["fort_prep"] == pytest.approx(1 / 3) and rows[0]["fort_prep_one_door"] == 0.0
     assert rows[1]["fort_prep"] == pytest.approx(2 / 3) and rows[1]["fort_prep_one_door"] == 1.0
@@ -230,7 +230,7 @@ def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     _load(ROOT / "benchmarks" / "hide_and_seek_phases.py").main(["--run-dir", str(tmp_path / "run"), "--stretch", "0.05"])
     course = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stretches"]
     assert sum(row["episodes"] for row in course) == len(MetricsLog.load(str(tmp_path / "run" / "metrics.jsonl")).episodes)
-    assert 0 < course[-1]["env_steps"] <= report["env_steps"]  # trained by then, of what actors produced
+    assert 0 < course[-1]["agent_steps_trained"] <= 2 * report["env_steps"]  # of the rows actors produced (1 v 1)
 
     # The fort-reach benchmark: scripted hiders close the room's doors, and the run's seeker hardly ever
     # sees one behind them.
