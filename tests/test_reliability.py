@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -254,7 +255,7 @@ def test_silent_worker_is_restarted_after_the_heartbeat_timeout(dask_client, tmp
                                             + result["fragments_lost"]), result
 
 
-def test_resume_continues_training_counters_and_curves(dask_client, tmp_path):
+def test_resume_continues_training_counters_and_curves(dask_client, tmp_path, capsys):
     cfg = config(actors=1)
     cfg.ppo = PPOConfig(norm_value=True)
     run = launch(cfg, client=dask_client, run_dir=str(tmp_path))
@@ -279,6 +280,9 @@ def test_resume_continues_training_counters_and_curves(dask_client, tmp_path):
     try:
         wait_for(lambda: version(run) >= first["version"] + 2, 120, "training after resume")
         assert run.status()["env_steps"] >= first["env_steps"]  # the curve's x axis continues
+        capsys.readouterr()
+        run.wait(seconds=0.3)  # its progress bar starts where the run is, not at 0 with a rate in millions
+        assert int(re.search(r"(\d+)step \[", capsys.readouterr().err).group(1)) >= first["env_steps"]
     finally:
         second = run.stop()
     versions = trainer_versions(run)

@@ -276,8 +276,10 @@ class Run:
             raise ValueError("target_return is ambiguous with several policies: wait for env_steps or seconds, "
                              "and read each policy's return in run.status()['policies']")
         start = time.time()
-        # mininterval keeps a log file (no terminal) to one progress line a second, not four.
-        bar = tqdm(total=env_steps, unit="step", disable=not progress, desc=self.config.name, mininterval=1.0)
+        # mininterval keeps a log file (no terminal) to one progress line a second, not four; the bar
+        # starts from the steps already made (a resumed run, a second wait), so its rate is this wait's.
+        bar = tqdm(total=env_steps, initial=self.metrics.env_steps(), unit="step", disable=not progress,
+                   desc=self.config.name, mininterval=1.0)
         try:
             while True:
                 self.supervision.raise_if_failed()
