@@ -37,7 +37,8 @@ seekers learn to enter the room within one to three minutes, and hiders answer b
 in part, by carrying a box as a shield and by locking boxes, closing a door now and then but never
 holding a fort: the fort rate never passed 0.03 in any stretch of any run. Their final hiders close
 the door of a one-door room at some step of preparation in at most 3.5 % of starts and undo most of
-those forts before it ends (``hide_and_seek_fort_reach.py --run-dir``).
+those forts before it ends (``hide_and_seek_fort_reach.py --run-dir``). Three times the budget
+(``--minutes 90``) raised both gains (seeker 52, hider 25) and left the fort rate below 0.01.
 
 The last stdout line is one JSON object.
 """
