@@ -127,12 +127,17 @@ def fit_critic(policy, values: ValueNormalizer | None, steps: int, envs: int,
     return {arm: play_arm(critic, arm, True, envs, values)["critic"] for arm in ("fort", "open")}
 
 
-def trained_policy(run_dir: str, parser: argparse.ArgumentParser) -> tuple[str, int, Any, Any]:
-    """(checkpoint path, version, policy in eval mode, the run's config) from ``run_dir``'s newest checkpoint."""
+def newest_checkpoint(run_dir: str, parser: argparse.ArgumentParser) -> tuple[str, dict[str, Any]]:
+    """(path, loaded state) of ``run_dir``'s newest checkpoint; a usage error where there is none."""
     found = checkpoints.load_latest(checkpoints.folder(run_dir))
     if found is None:
         parser.error(f"{run_dir} has no checkpoint to load a policy from")
-    path, state = found
+    return found
+
+
+def trained_policy(run_dir: str, parser: argparse.ArgumentParser) -> tuple[str, int, Any, Any]:
+    """(checkpoint path, version, policy in eval mode, the run's config) from ``run_dir``'s newest checkpoint."""
+    path, state = newest_checkpoint(run_dir, parser)
     return (path, *policy_in(state))
 
 
@@ -153,8 +158,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fit-critic", type=int, default=0, metavar="STEPS",
                         help="also fit a copy of the critic to fort and open scenes for STEPS Adam steps")
     args = parser.parse_args(argv)
-    path, version, policy, _ = trained_policy(args.run_dir, parser)
-    values = value_normalizer(path)
+    path, state = newest_checkpoint(args.run_dir, parser)
+    version, policy, _ = policy_in(state)
+    values = value_normalizer(state)
     played = {f"{arm}/{'policy' if acts else 'still'}_hider": play_arm(policy, arm, acts, args.envs, values)
               for arm in ARMS for acts in (True, False)}
     hidden = {name: arm["hidden"] for name, arm in played.items()}
@@ -173,9 +179,9 @@ def main(argv: list[str] | None = None) -> None:
                                            if args.fit_critic else None)}))
 
 
-def value_normalizer(checkpoint: str) -> ValueNormalizer | None:
-    """The run's value normaliser at that checkpoint, or None where it trained without one."""
-    saved = checkpoints.load(checkpoint)["algorithm"].get("value_normalizer")
+def value_normalizer(state: dict[str, Any]) -> ValueNormalizer | None:
+    """The run's value normaliser in a loaded checkpoint, or None where it trained without one."""
+    saved = state["algorithm"].get("value_normalizer")
     if saved is None:
         return None
     values = ValueNormalizer()
