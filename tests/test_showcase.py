@@ -160,6 +160,21 @@ def test_phase_stretches_split_a_run_by_wall_clock_and_average_each_statistic():
     assert phases.stretches(MetricsLog(None), minutes=3.0) == []
     with pytest.raises(SystemExit):
         phases.main(["--run-dir", ".", "--stretch", "0"])
+    with pytest.raises(SystemExit):
+        phases.main(["--run-dir", ".", "--max-gap", "-1"])
+
+
+def test_phase_stretches_count_minutes_of_training_not_the_pause_before_a_resume():
+    """A run stopped after two minutes and resumed an hour later: its third minute is the resumed
+    one's first, not a stretch an hour on."""
+    phases = _load(ROOT / "benchmarks" / "hide_and_seek_phases.py")
+    log = MetricsLog(None)
+    for time, consumed in [(0.0, 1_000), (60.0, 2_000), (119.0, 3_000), (3719.0, 3_000), (3769.0, 4_000)]:
+        log.add({"srl_worker": "trainer-0", "role": "trainer", "time": time, "env_steps_consumed": consumed,
+                 "train": {"entropy": 1.0}, "episodes": [{"fort_prep": 0.0}]})
+    rows = phases.stretches(log, minutes=1.0)
+    assert [(r["from_minute"], r["episodes"], r["updates"]) for r in rows] == [(0.0, 1, 1), (1.0, 3, 3), (2.0, 1, 1)]
+    assert [r["from_minute"] for r in phases.stretches(log, minutes=1.0, max_gap_s=7200.0)] == [0.0, 1.0, 61.0, 62.0]
 
 
 @pytest.mark.slow
