@@ -117,9 +117,10 @@ class Run:
         is given. Training picks up at the checkpoint's version, counters and optimiser state.
         """
         run_dir = os.path.abspath(run_dir)
-        config = config or run_directory.config_to_resume(run_dir)
+        newest = run_directory.newest_checkpoints(run_dir)
+        config = config or run_directory.config_to_resume(run_dir, newest)
         config.validate()
-        run_directory.check_checkpoints_fit(run_dir, config)
+        run_directory.check_checkpoints_fit(run_dir, config, newest)
         return cls(config, client, run_dir, security=security, resumed=True)
 
     # ---------------------------------------------------------------- the workers

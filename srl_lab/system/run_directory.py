@@ -31,29 +31,38 @@ def prepare(run_dir: str, run_id: str, config: ExperimentConfig, resumed: bool) 
         json.dump({"run_id": run_id, "run_ids": [*earlier, run_id], **config.to_dict()}, f, indent=2)
 
 
-def config_to_resume(run_dir: str) -> ExperimentConfig:
-    """The config a run was launched with: exact from its newest checkpoint, else rebuilt from config.json."""
+def newest_checkpoints(run_dir: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Checkpoint folder -> ``(path, state)`` of its newest readable checkpoint, for every folder
+    holding one: read once, for both checks a resume makes before any worker starts."""
+    found = {folder: checkpoints.load_latest(folder) for folder in checkpoints.all_folders(run_dir)}
+    return {folder: newest for folder, newest in found.items() if newest is not None}
+
+
+def config_to_resume(run_dir: str, newest: dict[str, tuple[str, dict[str, Any]]]) -> ExperimentConfig:
+    """The config a run was launched with: exact from its newest checkpoint (``newest``, from
+    ``newest_checkpoints``), else rebuilt from config.json."""
     import cloudpickle
 
-    for folder in checkpoints.all_folders(run_dir):  # any policy's checkpoint holds the whole config
-        found = checkpoints.load_latest(folder)
-        if found is not None:
-            return cloudpickle.loads(found[1]["config_pickle"])
+    if newest:  # any policy's checkpoint holds the whole config
+        _, state = next(iter(newest.values()))
+        return cloudpickle.loads(state["config_pickle"])
     saved = read_json(os.path.join(run_dir, "config.json"))
     if not saved:
         raise FileNotFoundError(f"{run_dir} holds neither a checkpoint nor config.json to resume from")
     return ExperimentConfig.from_dict({k: v for k, v in saved.items() if k not in RUN_ID_KEYS})
 
 
-def check_checkpoints_fit(run_dir: str, config: ExperimentConfig) -> None:
-    """Refuse to resume, before any worker starts, when a policy's newest checkpoint holds weights
-    that ``config`` would build a network of another shape for (a changed model size or env, or a
-    checkpoint from an older release): a ValueError naming the checkpoint and the tensors."""
+def check_checkpoints_fit(run_dir: str, config: ExperimentConfig,
+                          newest: dict[str, tuple[str, dict[str, Any]]]) -> None:
+    """Refuse to resume, before any worker starts, when a policy's newest checkpoint (``newest``, from
+    ``newest_checkpoints``) holds weights that ``config`` would build a network of another shape for
+    (a changed model size or env, or a checkpoint from an older release): a ValueError naming the
+    checkpoint and the tensors."""
     from srl_lab.api.policy import weights_mismatch
     from srl_lab.envs.factory import make_policy, probe_env
 
     for policy in policy_ids(config):
-        found = checkpoints.load_latest(checkpoints.folder(run_dir, policy))
+        found = newest.get(checkpoints.folder(run_dir, policy))
         if found is None:
             continue
         path, state = found
