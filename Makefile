@@ -23,12 +23,14 @@ test:
 	$(VENV)/bin/pytest -q -ra --durations=40
 
 bench: $(STAMP)
+	$(MAKE) --no-print-directory chromium
 	$(PY) benchmarks/cartpole_throughput.py
 	$(PY) benchmarks/hide_and_seek_env.py
 	$(PY) benchmarks/hide_and_seek_throughput.py
 	$(PY) benchmarks/pendulum.py
 	$(PY) benchmarks/scaling.py
 	$(PY) benchmarks/viewer_overhead.py
+	$(PY) benchmarks/notebook_overhead.py
 
 # Long runs, not in CI: 30 minutes of hide-and-seek self-play learning; ~8 minutes of updates with the
 # actors 0-12 versions behind; 10 minutes of fault injection.
@@ -44,7 +46,7 @@ lab: kernels
 kernels: $(STAMP)
 	$(PY) -m srl_lab.envs.hide_and_seek.warm
 
-# Debian's chromium drives the JupyterLab UI test; without it that test is skipped and says why.
+# Debian's chromium drives the JupyterLab UI test (skipped, saying why, without it) and the notebook benchmark.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 \
 		|| (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \

@@ -22,7 +22,9 @@ episodes played and the viewing process's wall-clock seconds per episode. Target
 
 How it could be fooled: an "on" phase in which no episode is played costs nothing, so the episodes
 played per phase are reported next to the slowdown; a user pressing "new episode" without pause
-costs more than the automatic refresh measured here. Phases are short next to a real session, so the median over pairs is quoted.
+costs more than the automatic refresh measured here; and no browser shows the frames, whose cost
+(the kernel's widget messages, the notebook server, the browser's repaints) ``notebook_overhead.py``
+measures in JupyterLab. Phases are short next to a real session, so the median over pairs is quoted.
 
     python benchmarks/viewer_overhead.py            # about 8 minutes on 2 cores
     python benchmarks/viewer_overhead.py --quick    # a smoke run

@@ -3,32 +3,27 @@
 Open 02_hide_and_seek, run all cells, wait until the curve image has changed twice, move the actor
 control from 1 to 2 with the keyboard, and wait for the worker table to show 2 running actor workers
 (the embedded LocalCluster grows by one process for it). Then the episode viewer: its frame changes
-while it plays, stays put when paused, follows the step scrubber, and a new episode shows a newer
-policy version; the comparison tab draws the run. Screenshots of the panel, the viewer and the
+while it plays, stays put when paused, plays on to the episode's last step and stops there, follows
+the step scrubber, and a new episode shows a newer policy version; the comparison tab draws the run. Screenshots of the panel, the viewer and the
 comparison are saved under ``runs/screenshots/``. Skipped, saying why, only when no chromium can be
 found.
 """
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
-import os
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("jupyterlab_session", ROOT / "benchmarks" / "jupyterlab_session.py")
+lab = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lab)
 SCREENSHOTS = ROOT / "runs" / "screenshots"
 SCREENSHOT = SCREENSHOTS / "02_hide_and_seek_panel.png"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 RUNNING_ACTORS = "table.srl-workers tr[data-role='actor'][data-state='running']"
 TRAINED = """() => {
     const m = document.querySelector('.srl-panel').innerText.match(/policy version: (\\d+)/);
@@ -47,7 +42,7 @@ def check_episode_viewer(page) -> None:
     page.wait_for_function(f"() => ({SHOWN_VERSION})() >= 0", timeout=240_000)  # the first episode is in
     page.evaluate("""() => {
         window.srlFrames = 0;
-        new MutationObserver(() => window.srlFrames++)
+        new MutationObserver(() => { window.srlFrames++; window.srlLastFrame = performance.now(); })
             .observe(document.querySelector('img.srl-viewer-frame'), {attributeFilter: ['src']});
     }""")
     page.wait_for_function("() => window.srlFrames >= 5", timeout=60_000)  # it plays by itself
@@ -57,6 +52,13 @@ def check_episode_viewer(page) -> None:
     time.sleep(2.0)
     assert page.evaluate(FRAME_SRC) == paused, "the frame kept changing after pause"
     handle = page.locator(".srl-viewer-step .noUi-handle")
+    # Play on: the episode plays to its last step and stops there by itself (a loop would keep the
+    # browser and the notebook server busy with frames for as long as the tab is open).
+    frames_before = page.evaluate("() => window.srlFrames")
+    page.locator(".srl-viewer-play button:has(i.fa-play)").first.click()
+    page.wait_for_function(f"() => window.srlFrames > {frames_before}", timeout=30_000)
+    page.wait_for_function("() => performance.now() - window.srlLastFrame > 3000", timeout=120_000)
+    assert handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax"), "stopped before its end"
     before = float(handle.get_attribute("aria-valuenow"))
     handle.focus()
     page.keyboard.press("PageUp" if before < 40 else "PageDown")  # the scrubber moves the frame
@@ -82,57 +84,19 @@ def check_comparison(page) -> None:
 @pytest.fixture
 def chromium() -> str:
     """Debian's chromium; checked before JupyterLab starts, so a skip costs nothing."""
-    path = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(path):
+    path = lab.chromium_path()
+    if path is None:
         reason = "Debian's chromium is not installed (make test installs it: apt-get install -y chromium)"
         print(f"SKIPPED: {reason}")
         pytest.skip(reason)
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def jupyterlab(tmp_path):
-    """JupyterLab on localhost with a token, serving a copy of notebooks/, with isolated settings."""
-    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
-    settings = tmp_path / ".settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)  # no news or update pop-ups over the panel
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                           "checkForUpdates": False}))
-    port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, SRL_LAB_SHORT="1", SRL_LAB_RUN_DIR=str(tmp_path / "run"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / ".runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter"))
-    for name in ("SRL_LAB_HEADLESS", "SRL_LAB_SCHEDULER"):  # the panel, not this cell, ends the run
-        env.pop(name, None)
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-               "--ServerApp.ip=127.0.0.1", "--ServerApp.allow_root=True", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={tmp_path}", f"--LabApp.user_settings_dir={tmp_path / '.settings'}",
-               f"--LabApp.workspaces_dir={tmp_path / '.ws'}"]
-    url = f"http://127.0.0.1:{port}"
-    with open(tmp_path / "jupyterlab.log", "w") as log:
-        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert server.poll() is None, (tmp_path / "jupyterlab.log").read_text()[-3000:]
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "JupyterLab did not start within 90 s"
-                time.sleep(0.5)
+    """JupyterLab serving a copy of notebooks/ in short mode, the run written under ``tmp_path/run``."""
+    with lab.jupyterlab(tmp_path, {"SRL_LAB_SHORT": "1", "SRL_LAB_RUN_DIR": str(tmp_path / "run")}) as (url, token):
         yield url, token, tmp_path
-    finally:
-        server.terminate()  # shuts the kernels down, which closes their embedded clusters
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 @pytest.mark.slow
@@ -141,18 +105,10 @@ def test_showcase_notebook_in_jupyterlab(chromium, jupyterlab):
 
     url, token, workdir = jupyterlab
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=lab.CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1500})
         try:
-            page.goto(f"{url}/lab/tree/notebooks/02_hide_and_seek.ipynb?token={token}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
-            page.wait_for_function("() => document.querySelector('.jp-StatusBar-Widget') !== null && "
-                                   "document.body.innerText.includes('| Idle')", timeout=90_000)
-            kernel_dialog = page.locator(".jp-Dialog .jp-mod-accept")
-            if kernel_dialog.count():  # JupyterLab asks for a kernel when the session is still starting
-                kernel_dialog.click()
-            page.locator("li.lm-MenuBar-item", has_text="Run").click()
-            page.get_by_text("Run All Cells", exact=True).click()
+            lab.run_all(page, url, token, "02_hide_and_seek.ipynb")
 
             page.wait_for_selector("img.srl-curves", timeout=120_000)
             page.evaluate("""() => {

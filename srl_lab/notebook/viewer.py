@@ -1,6 +1,7 @@
 """The episode viewer: watch the current (or a checkpoint's) policy play, frame by frame.
 
-A ``Play`` button and a step scrubber drive one image; each episode is played, rendered and encoded
+A ``Play`` button and a step scrubber drive one image (each episode plays through once; the loop
+button repeats it); each episode is played, rendered and encoded
 in the viewing process (``srl_lab.viewer.process``), never on an actor or the trainer, so a live run
 keeps its pace. A new episode is played every ``every_versions`` policy versions (the panel's pump
 reports them) or when "new episode" is pressed. Each one is saved as ``videos/<version>-<seed>.gif``
@@ -51,8 +52,11 @@ class EpisodeViewer:
 
     # ------------------------------------------------------------------ widgets
     def _build(self, auto: bool) -> None:
-        self.play = widgets.Play(value=0, min=0, max=0, interval=round(1000 / self.fps), repeat=True,
-                                 description="play", show_repeat=False)
+        # Each episode plays once (the loop button repeats it): every frame shown is a message through
+        # the notebook server and a repaint in the browser, which on 2 cores took over 40 % of the
+        # run's env steps/s for as long as an episode looped (benchmarks/notebook_overhead.py).
+        self.play = widgets.Play(value=0, min=0, max=0, interval=round(1000 / self.fps), repeat=False,
+                                 description="play", show_repeat=True)
         self.step = widgets.IntSlider(value=0, min=0, max=0, description="step", continuous_update=True,
                                       layout=widgets.Layout(width="420px"))
         widgets.jslink((self.play, "value"), (self.step, "value"))
