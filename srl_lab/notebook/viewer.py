@@ -1,11 +1,11 @@
 """The episode viewer: watch the current (or a checkpoint's) policy play, frame by frame.
 
 A ``Play`` button and a step scrubber drive one image (each episode plays through once; the loop
-button repeats it); each episode is played, rendered and encoded
-in the viewing process (``srl_lab.viewer.process``), never on an actor or the trainer, so a live run
-keeps its pace. A new episode is played every ``every_versions`` policy versions (the panel's pump
-reports them) or when "new episode" is pressed. Each one is saved as ``videos/<version>-<seed>.gif``
-in the run directory and, for a live run, sent to its TensorBoard log.
+button repeats it); each episode is played, rendered and encoded in the viewing process
+(``srl_lab.viewer.process``), never on an actor or the trainer, so a live run keeps its pace. A new
+episode is played every ``every_versions`` policy versions (the panel's pump reports them) or when
+"new episode" is pressed. Each one is saved as ``videos/<version>-<seed>.gif`` in the run directory
+and, for a live run, sent to its TensorBoard log.
 """
 from __future__ import annotations
 
