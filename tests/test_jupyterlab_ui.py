@@ -4,9 +4,9 @@ Open 02_hide_and_seek, run all cells, wait until the curve image has changed twi
 control from 1 to 2 with the keyboard, and wait for the worker table to show 2 running actor workers
 (the embedded LocalCluster grows by one process for it). Then the episode viewer: its frame changes
 while it plays, stays put when paused, plays on to the episode's last step and stops there, follows
-the step scrubber, and a new episode shows a newer policy version; the comparison tab draws the run. Screenshots of the panel, the viewer and the
-comparison are saved under ``runs/screenshots/``. Skipped, saying why, only when no chromium can be
-found.
+the step scrubber, and a new episode shows a newer policy version; the comparison tab draws the
+run. Screenshots of the panel, the viewer and the comparison are saved under ``runs/screenshots/``.
+Skipped, saying why, only when no chromium can be found.
 """
 from __future__ import annotations
 
