@@ -50,7 +50,7 @@ kernels: $(STAMP)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 \
 		|| (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \
-		|| echo "chromium could not be installed: the JupyterLab UI test will be skipped"
+		|| echo "chromium could not be installed: the JupyterLab UI test will be skipped, the notebook benchmark will stop"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis
