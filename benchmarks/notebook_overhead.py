@@ -51,15 +51,6 @@ from viewer_overhead import actor_rate  # noqa: E402
 from srl_lab.system.metrics import MetricsLog  # noqa: E402
 
 FPS = 10.0  # the viewer's frames per second (EpisodeViewer's default)
-COUNT_FRAMES = """() => {
-    window.srlFrames = 0;
-    new MutationObserver(() => { window.srlFrames++; window.srlLastFrame = performance.now(); })
-        .observe(document.querySelector('img.srl-viewer-frame'), {attributeFilter: ['src']});
-}"""
-SHOWN_VERSION = """() => {
-    const b = document.querySelector('.srl-viewer-version');
-    return b === null ? -1 : Number(b.innerText);
-}"""
 
 
 def set_loop(page, on: bool) -> None:
@@ -110,11 +101,10 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=chromium, args=lab.CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1500})
             lab.run_all(page, url, token, "02_hide_and_seek.ipynb")
-            page.wait_for_function(f"() => ({SHOWN_VERSION})() >= 0", timeout=300_000)
+            page.wait_for_function(f"() => ({lab.SHOWN_VERSION})() >= 0", timeout=300_000)
             page.locator(".srl-viewer").scroll_into_view_if_needed()
-            page.evaluate(COUNT_FRAMES)
-            page.wait_for_function("() => window.srlFrames > 0 && performance.now() - window.srlLastFrame > 3000",
-                                   timeout=120_000)  # the first episode has played through
+            page.evaluate(lab.COUNT_FRAMES)
+            page.wait_for_function(lab.FRAMES_STOPPED, timeout=120_000)  # the first episode has played through
             first_frames = page.evaluate("() => window.srlFrames")
             start = time.time()
             time.sleep(args.default)

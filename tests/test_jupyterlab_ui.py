@@ -31,20 +31,12 @@ TRAINED = """() => {
 }"""
 STOPPED = "() => document.querySelector('.srl-panel').innerText.includes('stopped after')"
 FRAME_SRC = "() => document.querySelector('img.srl-viewer-frame').getAttribute('src')"
-SHOWN_VERSION = """() => {
-    const b = document.querySelector('.srl-viewer-version');
-    return b === null ? -1 : Number(b.innerText);
-}"""
 
 
 def check_episode_viewer(page) -> None:
     """Play, pause, scrub, then a new episode of a newer policy version; screenshot the viewer."""
-    page.wait_for_function(f"() => ({SHOWN_VERSION})() >= 0", timeout=240_000)  # the first episode is in
-    page.evaluate("""() => {
-        window.srlFrames = 0;
-        new MutationObserver(() => { window.srlFrames++; window.srlLastFrame = performance.now(); })
-            .observe(document.querySelector('img.srl-viewer-frame'), {attributeFilter: ['src']});
-    }""")
+    page.wait_for_function(f"() => ({lab.SHOWN_VERSION})() >= 0", timeout=240_000)  # the first episode is in
+    page.evaluate(lab.COUNT_FRAMES)
     page.wait_for_function("() => window.srlFrames >= 5", timeout=60_000)  # it plays by itself
     page.locator(".srl-viewer-play button:has(i.fa-pause)").click()
     time.sleep(1.0)  # a frame already on its way may still land
@@ -57,16 +49,16 @@ def check_episode_viewer(page) -> None:
     frames_before = page.evaluate("() => window.srlFrames")
     page.locator(".srl-viewer-play button:has(i.fa-play)").first.click()
     page.wait_for_function(f"() => window.srlFrames > {frames_before}", timeout=30_000)
-    page.wait_for_function("() => performance.now() - window.srlLastFrame > 3000", timeout=120_000)
+    page.wait_for_function(lab.FRAMES_STOPPED, timeout=120_000)
     assert handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax"), "stopped before its end"
     before = float(handle.get_attribute("aria-valuenow"))
     handle.focus()
     page.keyboard.press("PageUp" if before < 40 else "PageDown")  # the scrubber moves the frame
     page.wait_for_function(f"() => ({FRAME_SRC})() !== {json.dumps(paused)}", timeout=30_000)
     assert float(handle.get_attribute("aria-valuenow")) != before
-    shown = page.evaluate(SHOWN_VERSION)
+    shown = page.evaluate(lab.SHOWN_VERSION)
     page.locator("button.srl-viewer-new").click()
-    page.wait_for_function(f"() => ({SHOWN_VERSION})() > {shown}", timeout=240_000)
+    page.wait_for_function(f"() => ({lab.SHOWN_VERSION})() > {shown}", timeout=240_000)
     page.locator(".srl-viewer").scroll_into_view_if_needed()
     page.locator(".srl-viewer").screenshot(path=str(SCREENSHOTS / "02_hide_and_seek_viewer.png"))
 
