@@ -79,13 +79,14 @@ def test_invisible_entity_reaches_the_critic_but_not_the_policy(env, key, mask_k
     torch.testing.assert_close(value2[others], value[others])
 
 
-def test_the_episode_clock_reaches_the_critic_but_not_the_policy(env):
-    """The horizon ends the game: the value may depend on the steps left, the actions may not."""
+@pytest.mark.parametrize("key", spec.CRITIC_ONLY_KEYS)
+def test_the_critic_only_inputs_reach_the_critic_but_not_the_policy(env, key: str):
+    """The episode's clock and the doors blocked: the value may depend on them, the actions may not."""
     torch.manual_seed(5)
     policy = EntityAttentionPolicy(env.observation_space, env.action_space)
     obs = rows(env)
     changed = {k: v.clone() for k, v in obs.items()}
-    changed[spec.CLOCK_KEY] += 0.5
+    changed[key] += 0.5
     with torch.no_grad():
         (dist, value), (dist2, value2) = policy.distribution_and_value(obs), policy.distribution_and_value(changed)
     torch.testing.assert_close(logits(dist2), logits(dist), rtol=0, atol=0)

@@ -125,6 +125,24 @@ def test_a_room_with_one_door_is_a_fort_with_one_box(variant: str) -> None:
     assert stats["doors_blocked_prep"] == 1.0 and stats["fort_prep"] == 1.0 and stats["num_doors"] == 1.0
 
 
+@pytest.mark.parametrize("boxes, share", [
+    ([x_door_box()], 0.5), ([x_door_box(), y_door_box()], 1.0), ([x_door_box(locked_by=None), y_door_box()], 0.5),
+    ([x_door_box(locked_by=SEEKER)], 0.0), ([x_door_box(dx=1.5, dy=1.0)], 0.0)])
+def test_the_critic_reads_the_share_of_doors_blocked_as_the_world_stands(variant: str, boxes: list[Box],
+                                                                        share: float) -> None:
+    """``spec.DOORS_KEY`` applies the fort rule to every observation, for every agent, from a loaded
+    scene's first one to the episode's last; the next episode starts with nothing locked."""
+    env = make(variant)
+    first = env.load_scene(0, Scene([HIDER_IN, SEEKER_OUT], room_walls(), boxes, t=PREP))
+    np.testing.assert_array_equal(first[spec.DOORS_KEY], np.full((env.num_agents, 1), share))
+    seen = []
+    for _ in range(env.horizon - PREP):
+        result = env.step(np.array([[STILL] * env.num_agents]))
+        seen.append((result.final_obs if result.terminated[0] else result.obs)[spec.DOORS_KEY][0])
+    np.testing.assert_array_equal(np.array(seen), share)
+    assert result.terminated[0] and (result.obs[spec.DOORS_KEY] == 0.0).all()
+
+
 @pytest.mark.parametrize("off_wall, closed", [(0.0, True), (0.05, True), (0.15, False), (0.2, False)])
 def test_a_door_counts_as_blocked_exactly_when_a_seeker_cannot_get_past_the_box(variant: str, off_wall: float,
                                                                                  closed: bool) -> None:

@@ -12,9 +12,11 @@ Batch rows are env x agent. Per stream (policy and critic, separate networks of 
 
 The **policy** masks entities it cannot see (``mask_*_obs``) and padding (``mask_*_obs_spoof``): they
 neither attend, nor are attended to, nor pooled, so their features cannot reach the action. The
-**critic** sees every existing entity (it masks padding only), and where the observations carry the
-episode's clock (``episode_time``) its x_self includes it: the horizon ends the game, so the value
-depends on the steps left, which the policy's inputs do not tell after preparation. Default sizes
+**critic** sees every existing entity (it masks padding only), and its x_self includes the critic-only
+inputs the observations carry (``spec.CRITIC_ONLY_KEYS``): the episode's clock (``episode_time``; the
+horizon ends the game, so the value depends on the steps left, which the policy's inputs do not tell
+after preparation) and the share of the room's doors blocked by hider-locked boxes (``doors_blocked``;
+what a fort is worth, see ``spec.DOORS_KEY``). Default sizes
 with ``recurrent=True`` give ~1.6 M parameters for both networks together. Recurrent use: see ``models.actor_critic``.
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from srl_lab.api.policy import TensorObs, layer_init
-from srl_lab.envs.hide_and_seek.spec import CLOCK_KEY
+from srl_lab.envs.hide_and_seek.spec import CRITIC_ONLY_KEYS
 from srl_lab.models.actor_critic import ActorCriticPolicy
 
 # entity array -> (visibility mask, existence mask)
@@ -115,7 +117,7 @@ class EntityAttentionPolicy(ActorCriticPolicy):
         def trunk(mask_keys: tuple[int, ...], self_keys: tuple[str, ...]) -> EntityTrunk:
             return EntityTrunk(observation_space, mask_keys, embed, heads, hidden, lidar_channels, self_keys)
 
-        clock = (CLOCK_KEY,) if CLOCK_KEY in observation_space.spaces else ()
+        critic_only = tuple(key for key in CRITIC_ONLY_KEYS if key in observation_space.spaces)
         self.build(actor_trunk=trunk((self.VISIBILITY, self.EXISTENCE), ("observation_self",)),
-                   critic_trunk=trunk((self.EXISTENCE,), ("observation_self", *clock)),
+                   critic_trunk=trunk((self.EXISTENCE,), ("observation_self", *critic_only)),
                    hidden=hidden)

@@ -37,7 +37,14 @@ from srl_lab.api.env import StepResult
 from srl_lab.envs.hide_and_seek import spec
 from srl_lab.envs.hide_and_seek.group import HideAndSeekGroup
 from srl_lab.envs.hide_and_seek.lite_scenarios import QUADRANT, RANDOMWALLS, ROOM
-from srl_lab.envs.hide_and_seek.lite_step import ACC_SIZE, N_STATS, begin_episode, reset_envs, step_all
+from srl_lab.envs.hide_and_seek.lite_step import (
+    ACC_SIZE,
+    N_STATS,
+    begin_episode,
+    doors_blocked_now,
+    reset_envs,
+    step_all,
+)
 from srl_lab.envs.hide_and_seek.scene import (
     HIDER,
     PLAY_AREA,
@@ -123,12 +130,13 @@ class HideAndSeekLite(HideAndSeekGroup):
         reward = np.zeros((n, self.num_agents), np.float32)
         done = np.zeros(n, np.bool_)
         stats = np.zeros((n, N_STATS))
+        doors = np.zeros(n)
         obs = self._new_obs()
         step_all(self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._hoff,
                  self._vis, self._t, self._ret, self._acc, self._start, actions, self.layout.n_hiders,
                  self.layout.n_boxes, self.prep_steps, self.horizon, self._area[0], self._area[1],
-                 self.scenario == "quadrant", reward, done, stats, *_sensed(obs))
-        self._set_clock(obs)
+                 self.scenario == "quadrant", reward, done, stats, doors, *_sensed(obs))
+        self._set_critic_inputs(obs, doors)
         final_obs = None
         episodes: list[dict[str, float]] = []
         ended = np.flatnonzero(done)
@@ -172,7 +180,10 @@ class HideAndSeekLite(HideAndSeekGroup):
         begin_episode(e, self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._vis,
                       self._t, self._ret, self._acc, self._start, self.layout.n_hiders, n_boxes,
                       self.prep_steps, self.scenario == "quadrant", *_sensed(obs))
-        self._set_clock(obs)
+        doors = np.zeros(self.num_envs)
+        doors[e] = doors_blocked_now(self._ob[e], self._oi[e], self._walls[e], self._n_walls[e],
+                                     self.scenario == "quadrant")
+        self._set_critic_inputs(obs, doors)
         return {k: v[e].copy() for k, v in obs.items()}
 
     def snapshot(self, env_index: int = 0) -> Scene:
@@ -246,10 +257,12 @@ class HideAndSeekLite(HideAndSeekGroup):
                    self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
                    self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.hiders_anywhere,
                    self.prep_steps, *_sensed(obs))
-        self._set_clock(obs)
+        self._set_critic_inputs(obs, np.zeros(self.num_envs))  # a fresh episode has nothing locked
 
-    def _set_clock(self, obs: dict[str, np.ndarray]) -> None:
+    def _set_critic_inputs(self, obs: dict[str, np.ndarray], doors: np.ndarray) -> None:
+        """The critic-only keys of every env's rows: its clock and its doors blocked (``doors[e]``)."""
         obs[spec.CLOCK_KEY][..., 0] = (self._t / self.horizon)[:, None]
+        obs[spec.DOORS_KEY][..., 0] = doors[:, None]
 
     def _set_object(self, e: int, o: int, x: float, y: float, hx: float, hy: float, yaw: float,
                     kind: int, locked_by: int | None) -> None:
@@ -258,8 +271,8 @@ class HideAndSeekLite(HideAndSeekGroup):
 
 
 def _sensed(obs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The arrays the step kernels fill, in ``spec.observation_shapes`` order (all but the clock)."""
-    return [array for key, array in obs.items() if key != spec.CLOCK_KEY]
+    """The arrays the step kernels fill, in ``spec.observation_shapes`` order (all but the critic's)."""
+    return [array for key, array in obs.items() if key not in spec.CRITIC_ONLY_KEYS]
 
 
 def _wall_from_rect(rect: np.ndarray) -> Wall:

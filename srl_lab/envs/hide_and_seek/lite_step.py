@@ -111,6 +111,16 @@ def hider_locked_boxes(ob: np.ndarray, oi: np.ndarray) -> tuple[np.ndarray, int]
 
 
 @njit
+def doors_blocked_now(ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, n_walls: int, quadrant: bool) -> float:
+    """``spec.DOORS_KEY`` of one env: the share of its doors blocked by hider-locked boxes, 0 without a door."""
+    boxes, n_boxes = hider_locked_boxes(ob, oi)
+    if n_boxes == 0:
+        return 0.0
+    share, _, doors = door_stats(walls, n_walls, quadrant, boxes, n_boxes)
+    return share if doors > 0 else 0.0
+
+
+@njit
 def freeze_prep_stats(ob: np.ndarray, oi: np.ndarray, start: np.ndarray, walls: np.ndarray, n_walls: int,
                       quadrant: bool, acc: np.ndarray) -> None:
     """Record the preparation-phase statistics (called when preparation ends)."""
@@ -219,12 +229,12 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
              held: np.ndarray, hoff: np.ndarray, vis: np.ndarray, t: np.ndarray, ret: np.ndarray,
              acc: np.ndarray, start: np.ndarray, actions: np.ndarray, n_hiders: int, n_boxes: int,
              prep_steps: int, horizon: int, area_lo: float, area_hi: float, quadrant: bool,
-             reward: np.ndarray, done: np.ndarray, stats: np.ndarray,
+             reward: np.ndarray, done: np.ndarray, stats: np.ndarray, doors: np.ndarray,
              o_self: np.ndarray, o_agents: np.ndarray, o_boxes: np.ndarray, o_ramps: np.ndarray,
              o_lidar: np.ndarray, m_aa: np.ndarray, m_ab: np.ndarray, m_ar: np.ndarray,
              s_aa: np.ndarray, s_ab: np.ndarray, s_ar: np.ndarray) -> None:
     """Step every environment once; ``done[e]`` marks episodes that reached the horizon (their
-    ``stats[e]`` are set)."""
+    ``stats[e]`` are set); ``doors[e]`` is env ``e``'s ``spec.DOORS_KEY`` after the step."""
     n_envs, n_agents = ag.shape[0], ag.shape[1]
     act = np.empty((n_agents, 5), np.int64)
     force = np.empty((n_agents, 3))
@@ -246,6 +256,7 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
                  acc[e], reward[e])
         for i in range(n_agents):
             ret[e, i] += reward[e, i]
+        doors[e] = doors_blocked_now(ob[e], oi[e], walls[e], n_walls[e], quadrant)
         if t[e] == prep_steps:
             freeze_prep_stats(ob[e], oi[e], start[e], walls[e], n_walls[e], quadrant, acc[e])
         done[e] = t[e] >= horizon

@@ -137,6 +137,8 @@ class Episode:
         obs["mask_ab_obs_spoof"][:, :n_b] = 1.0
         obs["mask_ar_obs_spoof"][:, :n_r] = 1.0
         obs[spec.CLOCK_KEY][:] = self.t / self.horizon
+        share, _, doors = self._door_stats()
+        obs[spec.DOORS_KEY][:] = share if doors > 0 else 0.0
         return obs
 
     def _entity_features(self, kin: Kinematics) -> np.ndarray:

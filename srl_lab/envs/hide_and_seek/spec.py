@@ -145,12 +145,19 @@ class Layout:
 # targets are a function of what it reads (a time limit is part of the state, as Pardo et al.,
 # "Time Limits in Reinforcement Learning", 2018, argue).
 CLOCK_KEY = "episode_time"
+# The share of the room's doors blocked by hider-locked boxes as the world stands (by the rule in
+# ``doors``; 0 without a door), for the critic only. A fort pays its hider in the play phase that
+# follows, but a critic whose inputs do not single out a closed door learns its worth only from forts
+# it sees, which a learning hider builds too rarely for that (docs/hide_and_seek_learning.md, "What
+# the critic makes of a fort"). The policy never reads it: it sees the boxes and walls as they are.
+DOORS_KEY = "doors_blocked"
+CRITIC_ONLY_KEYS = (CLOCK_KEY, DOORS_KEY)
 
 
 def observation_shapes(layout: Layout) -> dict[str, tuple[int, ...]]:
     """Per-agent observation shapes (the batched interface prepends ``[n_envs, n_agents]``).
 
-    Every key but ``CLOCK_KEY`` is one of the specification's observations."""
+    Every key but ``CRITIC_ONLY_KEYS`` is one of the specification's observations."""
     others = layout.n_agents - 1
     return {
         "observation_self": (SELF_DIM,),
@@ -165,6 +172,7 @@ def observation_shapes(layout: Layout) -> dict[str, tuple[int, ...]]:
         "mask_ab_obs_spoof": (layout.n_boxes,),
         "mask_ar_obs_spoof": (layout.n_ramps,),
         CLOCK_KEY: (1,),
+        DOORS_KEY: (1,),
     }
 
 
