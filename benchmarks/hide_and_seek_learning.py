@@ -38,12 +38,13 @@ What it has shown (``docs/hide_and_seek_learning.md`` keeps every run and experi
 in 30 minutes on 2 cores at one actor the defaults make 11-22 M env steps (the machines differ);
 seekers learn to enter the room within one to three minutes, and hiders answer by leaving the room
 in part, by carrying a box as a shield and by locking boxes, closing a door now and then but never
-holding a fort: the fort rate never passed 0.03 in any stretch of any run. Their final hiders close
+holding a fort: the fort rate never passed 0.03 in any stretch of those runs. Their final hiders close
 the door of a one-door room at some step of preparation in at most 3.5 % of starts and undo most of
 those forts before it ends (``hide_and_seek_fort_reach.py --run-dir``). Three times the budget
 (``--minutes 90``) raised both gains (seeker 52, hider 25) and left the fort rate below 0.01. Since
-the critic reads the doors blocked, the fort rate of one run climbed after 33 minutes to 0.10-0.11 at
-minutes 51-60 (0.18-0.20 in one-door rooms), the first rise that held.
+the critic reads the doors blocked, the fort rate of one run climbed after 30 minutes to 0.10-0.11 at
+minutes 48-57 (0.18-0.20 in one-door rooms), the first rise that held; a second run stayed below
+0.001 for 60 minutes.
 
 The last stdout line is one JSON object.
 """
