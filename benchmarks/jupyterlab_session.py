@@ -24,7 +24,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # The episode viewer, read from the page: the policy version of the episode on screen (-1 before
 # the first), a count of the frames shown from now on (``window.srlFrames``, the time of the last in
-# ``window.srlLastFrame``), and whether frames have come and then stopped for 3 s.
+# ``window.srlLastFrame``; ``FRAMES_SHOWN`` reads the count), and whether frames have come and then stopped for 3 s.
 SHOWN_VERSION = """() => {
     const b = document.querySelector('.srl-viewer-version');
     return b === null ? -1 : Number(b.innerText);
@@ -34,6 +34,7 @@ COUNT_FRAMES = """() => {
     new MutationObserver(() => { window.srlFrames++; window.srlLastFrame = performance.now(); })
         .observe(document.querySelector('img.srl-viewer-frame'), {attributeFilter: ['src']});
 }"""
+FRAMES_SHOWN = "() => window.srlFrames"
 FRAMES_STOPPED = "() => window.srlFrames > 0 && performance.now() - window.srlLastFrame > 3000"
 # Variables that would make the notebook end its own run or use another cluster than its own.
 NOTEBOOK_OVERRIDES = ("SRL_LAB_HEADLESS", "SRL_LAB_SCHEDULER", "SRL_LAB_SHORT")

@@ -69,10 +69,10 @@ def phase(page, metrics_path: Path, loop: bool, seconds: float) -> dict[str, flo
     """Env steps/s and frames shown per second over ``seconds`` with the viewer looping or at rest."""
     set_loop(page, loop)
     time.sleep(1.0)  # a frame on its way lands before the count starts
-    frames, start = page.evaluate("() => window.srlFrames"), time.time()
+    frames, start = page.evaluate(lab.FRAMES_SHOWN), time.time()
     time.sleep(seconds)
     end = time.time()
-    shown = page.evaluate("() => window.srlFrames") - frames
+    shown = page.evaluate(lab.FRAMES_SHOWN) - frames
     records = MetricsLog.load(str(metrics_path)).records
     return {"env_steps_per_s": actor_rate(records, start, end), "frames_per_s": shown / (end - start)}
 
@@ -105,10 +105,10 @@ def main() -> None:
             page.locator(".srl-viewer").scroll_into_view_if_needed()
             page.evaluate(lab.COUNT_FRAMES)
             page.wait_for_function(lab.FRAMES_STOPPED, timeout=120_000)  # the first episode has played through
-            first_frames = page.evaluate("() => window.srlFrames")
+            first_frames = page.evaluate(lab.FRAMES_SHOWN)
             start = time.time()
             time.sleep(args.default)
-            default = {"seconds": time.time() - start, "frames": page.evaluate("() => window.srlFrames") - first_frames}
+            default = {"seconds": time.time() - start, "frames": page.evaluate(lab.FRAMES_SHOWN) - first_frames}
             default["env_steps_per_s"] = actor_rate(MetricsLog.load(str(metrics_path)).records, start, time.time())
             page.locator(".srl-viewer-auto input").uncheck()  # no automatic episode during the phases
             for k in range(args.pairs):

@@ -46,7 +46,7 @@ def check_episode_viewer(page) -> None:
     handle = page.locator(".srl-viewer-step .noUi-handle")
     # Play on: the episode plays to its last step and stops there by itself (a loop would keep the
     # browser and the notebook server busy with frames for as long as the tab is open).
-    frames_before = page.evaluate("() => window.srlFrames")
+    frames_before = page.evaluate(lab.FRAMES_SHOWN)
     page.locator(".srl-viewer-play button:has(i.fa-play)").first.click()
     page.wait_for_function(f"() => window.srlFrames > {frames_before}", timeout=30_000)
     page.wait_for_function(lab.FRAMES_STOPPED, timeout=120_000)
