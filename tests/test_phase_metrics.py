@@ -58,14 +58,14 @@ SEEKER_OUT = Agent(1.0, 1.0, math.pi, SEEKER)  # looks at the outer wall: sees n
 
 
 def make(variant: str, scenario: str = "quadrant", n_hiders: int = 1, n_seekers: int = 1,
-         horizon: int = HORIZON) -> EnvGroup:
-    """A one-env group of ``variant`` with room for two boxes and a ramp."""
+         horizon: int = HORIZON, n_envs: int = 1) -> EnvGroup:
+    """A group of ``n_envs`` envs of ``variant`` with room for two boxes and a ramp."""
     if variant == "lite":
         from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite as cls
     else:
         pytest.importorskip("mujoco")
         cls = importlib.import_module("srl_lab.envs.hide_and_seek.mujoco_env").HideAndSeekMujoco
-    env = cls(1, scenario, n_hiders=n_hiders, n_seekers=n_seekers, n_boxes=2, n_ramps=1, horizon=horizon,
+    env = cls(n_envs, scenario, n_hiders=n_hiders, n_seekers=n_seekers, n_boxes=2, n_ramps=1, horizon=horizon,
               seed=0)
     env.reset()
     return env
@@ -141,6 +141,19 @@ def test_the_critic_reads_the_share_of_doors_blocked_as_the_world_stands(variant
         seen.append((result.final_obs if result.terminated[0] else result.obs)[spec.DOORS_KEY][0])
     np.testing.assert_array_equal(np.array(seen), share)
     assert result.terminated[0] and (result.obs[spec.DOORS_KEY] == 0.0).all()
+
+
+def test_an_episode_ending_beside_a_fort_leaves_the_forts_doors_blocked(variant: str) -> None:
+    """Each env's critic inputs are its own: another env's episode ending and resetting in the same
+    step clears only that env's doors blocked."""
+    env = make(variant, n_envs=2)
+    env.load_scene(0, Scene([HIDER_IN, SEEKER_OUT], room_walls(), [x_door_box(), y_door_box()], t=PREP))
+    env.load_scene(1, Scene([HIDER_IN, SEEKER_OUT], room_walls(), [x_door_box(), y_door_box()],
+                            t=env.horizon - 1))
+    result = env.step(np.array([[STILL] * env.num_agents] * 2))
+    assert list(result.terminated) == [False, True]
+    np.testing.assert_array_equal(result.obs[spec.DOORS_KEY][:, 0, 0], [1.0, 0.0])
+    np.testing.assert_allclose(result.obs[spec.CLOCK_KEY][:, 0, 0], [(PREP + 1) / env.horizon, 0.0])
 
 
 @pytest.mark.parametrize("off_wall, closed", [(0.0, True), (0.05, True), (0.15, False), (0.2, False)])

@@ -180,10 +180,9 @@ class HideAndSeekLite(HideAndSeekGroup):
         begin_episode(e, self._ag, self._ob, self._oi, self._walls, self._n_walls, self._held, self._vis,
                       self._t, self._ret, self._acc, self._start, self.layout.n_hiders, n_boxes,
                       self.prep_steps, self.scenario == "quadrant", *_sensed(obs))
-        doors = np.zeros(self.num_envs)
-        doors[e] = doors_blocked_now(self._ob[e], self._oi[e], self._walls[e], self._n_walls[e],
-                                     self.scenario == "quadrant")
-        self._set_critic_inputs(obs, doors)
+        doors = doors_blocked_now(self._ob[e], self._oi[e], self._walls[e], self._n_walls[e],
+                                  self.scenario == "quadrant")
+        self._set_critic_inputs(obs, np.array([doors]), np.array([e]))
         return {k: v[e].copy() for k, v in obs.items()}
 
     def snapshot(self, env_index: int = 0) -> Scene:
@@ -257,12 +256,13 @@ class HideAndSeekLite(HideAndSeekGroup):
                    self._oi, self._walls, self._n_walls, self._held, self._vis, self._t, self._ret,
                    self._acc, self._start, self.layout.n_hiders, self.layout.n_boxes, self.hiders_anywhere,
                    self.prep_steps, *_sensed(obs))
-        self._set_critic_inputs(obs, np.zeros(self.num_envs))  # a fresh episode has nothing locked
+        self._set_critic_inputs(obs, np.zeros(envs.size), envs)  # a fresh episode has nothing locked
 
-    def _set_critic_inputs(self, obs: dict[str, np.ndarray], doors: np.ndarray) -> None:
-        """The critic-only keys of every env's rows: its clock and its doors blocked (``doors[e]``)."""
-        obs[spec.CLOCK_KEY][..., 0] = (self._t / self.horizon)[:, None]
-        obs[spec.DOORS_KEY][..., 0] = doors[:, None]
+    def _set_critic_inputs(self, obs: dict[str, np.ndarray], doors: np.ndarray,
+                           envs: np.ndarray | slice = slice(None)) -> None:
+        """The critic-only keys of the rows of ``envs``: their clock and their doors blocked (``doors``)."""
+        obs[spec.CLOCK_KEY][envs, :, 0] = (self._t[envs] / self.horizon)[:, None]
+        obs[spec.DOORS_KEY][envs, :, 0] = doors[:, None]
 
     def _set_object(self, e: int, o: int, x: float, y: float, hx: float, hy: float, yaw: float,
                     kind: int, locked_by: int | None) -> None:
