@@ -256,9 +256,11 @@ def step_all(ag: np.ndarray, ob: np.ndarray, oi: np.ndarray, walls: np.ndarray, 
                  acc[e], reward[e])
         for i in range(n_agents):
             ret[e, i] += reward[e, i]
-        doors[e] = doors_blocked_now(ob[e], oi[e], walls[e], n_walls[e], quadrant)
-        if t[e] == prep_steps:
+        if t[e] == prep_steps:  # the frozen figures are the world as it stands: no second door count
             freeze_prep_stats(ob[e], oi[e], start[e], walls[e], n_walls[e], quadrant, acc[e])
+            doors[e] = acc[e, ACC_DOORS_BLOCKED] if acc[e, ACC_DOORS] > 0 else 0.0
+        else:
+            doors[e] = doors_blocked_now(ob[e], oi[e], walls[e], n_walls[e], quadrant)
         done[e] = t[e] >= horizon
         if done[e]:
             episode_stats(ob[e], oi[e], start[e], acc[e], ret[e], t[e], n_hiders, quadrant, stats[e])
