@@ -2,10 +2,12 @@
 
 Open 02_hide_and_seek, run all cells, wait until the curve image has changed twice, move the actor
 control from 1 to 2 with the keyboard, and wait for the worker table to show 2 running actor workers
-(the embedded LocalCluster grows by one process for it). Then the episode viewer: its frame changes
-while it plays, stays put when paused, plays on to the episode's last step and stops there, follows
-the step scrubber, and a new episode shows a newer policy version; the comparison tab draws the
-run. Screenshots of the panel, the viewer and the comparison are saved under ``runs/screenshots/``.
+(the embedded LocalCluster grows by one process for it). Then, with the run paused from the panel
+(as one would to watch: the viewing process plays at a low priority, and a busy 2-core machine
+leaves it little), the episode viewer: its frame changes while it plays, stays put when paused, plays
+on to the episode's last step and stops there, and follows the step scrubber; resumed, trained on
+and paused again, a new episode shows a newer policy version; the comparison tab draws the run.
+Screenshots of the panel, the viewer and the comparison are saved under ``runs/screenshots/``.
 Skipped, saying why, only when no chromium can be found.
 """
 from __future__ import annotations
@@ -25,16 +27,25 @@ _spec.loader.exec_module(lab)
 SCREENSHOTS = ROOT / "runs" / "screenshots"
 SCREENSHOT = SCREENSHOTS / "02_hide_and_seek_panel.png"
 RUNNING_ACTORS = "table.srl-workers tr[data-role='actor'][data-state='running']"
-TRAINED = """() => {
-    const m = document.querySelector('.srl-panel').innerText.match(/policy version: (\\d+)/);
-    return m !== null && Number(m[1]) >= 3;
-}"""
 STOPPED = "() => document.querySelector('.srl-panel').innerText.includes('stopped after')"
+VERSION = """() => {
+    const m = document.querySelector('.srl-panel').innerText.match(/policy version: (\\d+)/);
+    return m === null ? -1 : Number(m[1]);
+}"""
+TRAINED = f"() => ({VERSION})() >= 3"  # a few updates in, so the screenshot has curves
 FRAME_SRC = "() => document.querySelector('img.srl-viewer-frame').getAttribute('src')"
 
 
+def pause_run(page, pause: bool) -> None:
+    """The panel's pause (or resume) button; the run's actors idle (or act again)."""
+    page.locator(f"button.srl-{'pause' if pause else 'resume'}").click()
+    page.wait_for_selector(f"button.srl-{'resume' if pause else 'pause'}:not([disabled])", timeout=60_000)
+
+
 def check_episode_viewer(page) -> None:
-    """Play, pause, scrub, then a new episode of a newer policy version; screenshot the viewer."""
+    """With the run paused: play, pause, scrub; then a new episode of a newer policy version after
+    training on for a while; screenshot the viewer."""
+    pause_run(page, True)
     page.wait_for_function(f"() => ({lab.SHOWN_VERSION})() >= 0", timeout=240_000)  # the first episode is in
     page.evaluate(lab.COUNT_FRAMES)
     page.wait_for_function("() => window.srlFrames >= 5", timeout=60_000)  # it plays by itself
@@ -57,10 +68,14 @@ def check_episode_viewer(page) -> None:
     page.wait_for_function(f"() => ({FRAME_SRC})() !== {json.dumps(paused)}", timeout=30_000)
     assert float(handle.get_attribute("aria-valuenow")) != before
     shown = page.evaluate(lab.SHOWN_VERSION)
+    pause_run(page, False)
+    page.wait_for_function(f"() => ({VERSION})() > {shown}", timeout=120_000)
+    pause_run(page, True)
     page.locator("button.srl-viewer-new").click()
     page.wait_for_function(f"() => ({lab.SHOWN_VERSION})() > {shown}", timeout=240_000)
     page.locator(".srl-viewer").scroll_into_view_if_needed()
     page.locator(".srl-viewer").screenshot(path=str(SCREENSHOTS / "02_hide_and_seek_viewer.png"))
+    pause_run(page, False)
 
 
 def check_comparison(page) -> None:
