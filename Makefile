@@ -9,6 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mujoco,lab,cluster]'
+	$(PY) -m compileall -q srl_lab  # an editable install is not compiled; where bytecode is not written on import, every process would compile it again
 	touch $(STAMP)
 
 # The showcase: hide-and-seek on the embedded cluster for MINUTES (`make demo MINUTES=30` for longer);

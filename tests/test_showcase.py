@@ -191,7 +191,7 @@ def test_learning_benchmark_without_evaluation_reports_null_gains(dask_client, t
 @pytest.mark.slow
 def test_pure_self_play_benchmark_short_mode(dask_client, tmp_path, capsys):
     bench = _load(ROOT / "benchmarks" / "hide_and_seek_learning.py")
-    bench.main(["--size", "short", "--minutes", "0.3", "--episodes", "8", "--window", "5", "--hidden", "24",
+    bench.main(["--size", "short", "--minutes", "0.15", "--episodes", "8", "--window", "5", "--hidden", "24",
                 "--trainer", "checkpoint_keep=3", "--run-dir", str(tmp_path / "run"),
                 "--scheduler", dask_client.scheduler.address])
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
