@@ -67,6 +67,12 @@ def _import(module: str, package: str, helper: str) -> Any:
                           f"install the extra: pip install '{EXTRA}'") from exc
 
 
+# Dask's sampling profiler wakes every 10 ms in each worker to read its threads' stacks, for the
+# dashboard's profile page; an SRL worker runs one long task, so it costs CPU (about a third of an
+# idle worker's) and shows nothing.
+QUIET_WORKERS = {"distributed": {"worker": {"profile": {"enabled": False}}}}
+
+
 def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: Any = None, gpu_workers: int = 0,
           **kwargs: Any):
     """An embedded ``LocalCluster(processes=True)`` sized for ``n_workers`` SRL workers.
@@ -76,9 +82,11 @@ def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: An
     ``security``: a ``distributed.security.Security`` (e.g. ``Security.temporary()``) makes every
     Dask connection TLS; the run secret then travels to the workers encrypted.
     """
+    import dask.config
     from distributed import LocalCluster
 
     tls = {"security": security, "protocol": "tls://"} if security is not None else {}
+    kwargs.setdefault("config", dask.config.merge(dask.config.config, QUIET_WORKERS))  # Nanny merges shallowly
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                            resources=worker_options()["resources"], dashboard_address=dashboard_address,
                            silence_logs=logging.ERROR, preload=[PRELOAD],
