@@ -104,6 +104,9 @@ def test_the_embedded_cluster_adds_gpu_workers_for_cuda_trainers_and_policy_work
                            for w in client.scheduler_info(n_workers=-1)["workers"].values())
         assert resources == [(("GPU", 1), ("srl_slot", 1))] * 2 + [(("srl_slot", 1),)] * 2
         assert clusters.gpu_count(client) == 2 and clusters.slot_count(client) == 4
+        # Dask's sampling profiler is off in every worker, those added after the cluster started too.
+        profiling = client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks)
+        assert len(profiling) == 4 and not any(profiling.values()), profiling
 
 
 @pytest.mark.parametrize("module, call", [
