@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 # import, every process would otherwise compile all it imports again. A file that does not compile
 # (test data in some packages) is skipped, as pip skips it.
 $(COMPILED): $(STAMP)
-	-$(PY) -m compileall -q -j 0 $(VENV)/lib srl_lab > /dev/null
+	$(PY) -m compileall -q -j 0 $(VENV)/lib srl_lab > /dev/null || true
 	touch $(COMPILED)
 
 # The showcase: hide-and-seek on the embedded cluster for MINUTES (`make demo MINUTES=30` for longer);
