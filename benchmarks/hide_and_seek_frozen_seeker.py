@@ -93,7 +93,7 @@ def summary(episodes: list[dict[str, float]]) -> dict[str, float | None]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run: its final policy seeks")
-    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--minutes", type=float, default=30.0, help="training time (one update at least)")
     parser.add_argument("--report-every", type=float, default=2.0, metavar="MINUTES")
     parser.add_argument("--size", default="laptop", choices=SIZES, help="the fresh hider's showcase size")
     parser.add_argument("--seed", type=int, default=0)
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     learner = Learner(config)
     ring = learner_ring(config, learner, SharedPolicyInference(learner))
     start, reports = time.monotonic(), []
-    while (elapsed := time.monotonic() - start) < 60 * args.minutes:
+    while (elapsed := time.monotonic() - start) < 60 * args.minutes or not learner.version:  # one update at least
         ring.step(lambda: False)
         if elapsed >= 60 * args.report_every * (len(reports) + 1) and learner.episodes:
             recent = learner.episodes[-2000:]

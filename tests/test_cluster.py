@@ -19,6 +19,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import dask.config
 import pytest
 from distributed import Client, LocalCluster
 
@@ -104,9 +105,20 @@ def test_the_embedded_cluster_adds_gpu_workers_for_cuda_trainers_and_policy_work
                            for w in client.scheduler_info(n_workers=-1)["workers"].values())
         assert resources == [(("GPU", 1), ("srl_slot", 1))] * 2 + [(("srl_slot", 1),)] * 2
         assert clusters.gpu_count(client) == 2 and clusters.slot_count(client) == 4
-        # Dask's sampling profiler is off in every worker, those added after the cluster started too.
-        profiling = client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks)
-        assert len(profiling) == 4 and not any(profiling.values()), profiling
+        # Dask's housekeeping runs at the quiet intervals in every worker and nanny, those added after the
+        # cluster started too, and in the scheduler; the caller's own Dask config is left as it was.
+        def housekeeping(server) -> tuple:
+            callbacks = server.periodic_callbacks
+            memory = getattr(server, "memory_manager", None)
+            return ("profile" in callbacks, callbacks["tick"].callback_time, callbacks["monitor"].callback_time,
+                    getattr(memory, "memory_monitor_interval", 1.0))
+
+        quiet = (False, 1000, 2000, 1.0)
+        in_workers = client.run(lambda dask_worker: housekeeping(dask_worker))
+        assert len(in_workers) == 4 and set(in_workers.values()) == {quiet}, in_workers
+        assert {housekeeping(nanny) for nanny in cluster.workers.values()} == {quiet}
+        assert client.run_on_scheduler(lambda dask_scheduler: housekeeping(dask_scheduler)) == quiet
+    assert dask.config.get("distributed.admin.tick.interval") == "20ms"
 
 
 @pytest.mark.parametrize("module, call", [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import logging
 from typing import Any
@@ -67,10 +68,19 @@ def _import(module: str, package: str, helper: str) -> Any:
                           f"install the extra: pip install '{EXTRA}'") from exc
 
 
-# Dask's sampling profiler wakes every 10 ms in each worker to read its threads' stacks, for the
-# dashboard's profile page; an SRL worker runs one long task, so it costs CPU (about a third of an
-# idle worker's) and shows nothing.
-QUIET_WORKERS = {"distributed": {"worker": {"profile": {"enabled": False}}}}
+# Dask's housekeeping, at the intervals it picks for a shared cluster's dashboard, keeps an idle embedded
+# cluster of five busy at ~0.2 cores, a tenth of a two-core machine its SRL workers need: each server's
+# event-loop check every 20 ms, each worker's sampling profiler every 10 ms (it shows nothing of an SRL
+# worker's one long task), memory checks every 100 ms, the system monitor every 500 ms. At these settings
+# the same cluster idles at ~0.03 cores; a loop blocked past the 3 s warning limit is still reported,
+# memory limits still enforced. (Work stealing stays on: it moves a task queued behind a busy slot to a
+# worker that joined later.)
+QUIET = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
 
 def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: Any = None, gpu_workers: int = 0,
@@ -86,11 +96,12 @@ def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: An
     from distributed import LocalCluster
 
     tls = {"security": security, "protocol": "tls://"} if security is not None else {}
-    kwargs.setdefault("config", dask.config.merge(dask.config.config, QUIET_WORKERS))  # Nanny merges shallowly
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                           resources=worker_options()["resources"], dashboard_address=dashboard_address,
-                           silence_logs=logging.ERROR, preload=[PRELOAD],
-                           scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES}, **tls, **kwargs)
+    with dask.config.set(QUIET):  # the scheduler's and the first nannies' own settings
+        kwargs.setdefault("config", dask.config.merge(dask.config.config))  # the workers' (Nanny merges shallowly)
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                               resources=worker_options()["resources"], dashboard_address=dashboard_address,
+                               silence_logs=logging.ERROR, preload=[PRELOAD], worker_class=_quiet_nanny(),
+                               scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES}, **tls, **kwargs)
     if gpu_workers:
         gpu_spec = copy.deepcopy(cluster.new_spec)
         gpu_spec["options"]["resources"] = worker_options(gpus=1)["resources"]
@@ -98,6 +109,20 @@ def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: An
         cluster.scale(len(cluster.worker_spec))
         cluster.wait_for_workers(len(cluster.worker_spec), timeout=GPU_WORKERS_TIMEOUT_S)
     return cluster
+
+
+@functools.cache
+def _quiet_nanny() -> type:
+    """A Nanny that keeps ``QUIET``'s intervals itself, also when the cluster grows after it started."""
+    import dask.config
+    from distributed import Nanny
+
+    class QuietNanny(Nanny):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            with dask.config.set(QUIET):
+                super().__init__(*args, **kwargs)
+
+    return QuietNanny
 
 
 def slot_count(client) -> int:
