@@ -96,8 +96,8 @@ def local(n_workers: int = 4, dashboard_address: str | None = ":0", security: An
     from distributed import LocalCluster
 
     tls = {"security": security, "protocol": "tls://"} if security is not None else {}
-    with dask.config.set(QUIET):  # the scheduler's and the first nannies' own settings
-        kwargs.setdefault("config", dask.config.merge(dask.config.config))  # the workers' (Nanny merges shallowly)
+    with dask.config.set(QUIET):  # the scheduler's own settings (each nanny sets its own)
+        kwargs.setdefault("config", copy.deepcopy(dask.config.config))  # the workers' (Nanny merges shallowly)
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                resources=worker_options()["resources"], dashboard_address=dashboard_address,
                                silence_logs=logging.ERROR, preload=[PRELOAD], worker_class=_quiet_nanny(),
