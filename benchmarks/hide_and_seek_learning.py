@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
                                                         "policy worker on the GPU")
     parser.add_argument("--hidden", type=int, default=None, help="the model's dense width (default: the size's)")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width (default: the size's)")
+    parser.add_argument("--heads", type=int, default=None, help="attention heads (default: the size's)")
     parser.add_argument("--batch-steps", type=int, default=None,
                         help="env-agent steps per update per actor worker sending (default: the size's)")
     parser.add_argument("--hiders", type=int, default=None, help="hiders per env (default: the size's)")
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
                              "--eval-episodes", str(args.episodes), "--pool-every", str(args.pool_every),
                              "--mapping", args.mapping, "--hider-spawn", args.hider_spawn, "--actors", str(args.actors),
                              "--device", args.device,
-                             *(arg for flag in ("hidden", "embed", "batch_steps", "hiders", "seekers")
+                             *(arg for flag in ("hidden", "embed", "heads", "batch_steps", "hiders", "seekers")
                                if getattr(args, flag) is not None  # 0 goes on, for the recipe to refuse
                                for arg in (f"--{flag.replace('_', '-')}", str(getattr(args, flag)))),
                              *(["--recurrent"] if args.recurrent else []),
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         "size": args.size, "ppo_overrides": args.ppo, "trainer_overrides": args.trainer, "batch_steps": args.batch_steps,
         "pool_every": args.pool_every, "pool_overrides": args.pool, "mapping": args.mapping, "hiders": args.hiders,
         "seekers": args.seekers,
-        "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed,
+        "actors": args.actors, "device": args.device, "hidden": args.hidden, "embed": args.embed, "heads": args.heads,
         "recurrent": args.recurrent, "hider_spawn": args.hider_spawn,
         "milestone_window_episodes": args.window,
         "run_dir": run.run_dir,

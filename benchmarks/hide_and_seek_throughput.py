@@ -1,7 +1,7 @@
 """Hide-and-seek training throughput of the showcase configuration at 1, 2 and 4 actor workers.
 
 Each actor count launches ``showcase_config(actors=n)`` (lite 1v1 quadrant, inline inference, the
-64-wide entity-attention policy, one PPO epoch with V-trace) on one pre-started embedded
+64-wide entity-attention policy with one head, one PPO epoch with V-trace) on one pre-started embedded
 ``LocalCluster(processes=True)``, waits until every actor acts with trained weights plus
 ``--warmup`` seconds, and then measures ``--windows`` windows of ``--window`` seconds (median quoted):
 

@@ -60,6 +60,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                              "--pool size=16 (repeatable)")
     parser.add_argument("--hidden", type=int, default=None, help="width of the dense layer before the heads")
     parser.add_argument("--embed", type=int, default=None, help="entity embedding width")
+    parser.add_argument("--heads", type=int, default=None, help="attention heads over the entities")
     parser.add_argument("--recurrent", action="store_true", help="add the spec's LSTM (BPTT chunks of up to 10 steps)")
     parser.add_argument("--action-repeat", type=int, default=1, metavar="STEPS",
                         help="env steps each decision acts for (default 1)")
@@ -90,7 +91,8 @@ def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> E
     try:
         config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                                  scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
-                                 hidden=args.hidden, embed=args.embed, device=args.device,
+                                 hidden=args.hidden, embed=args.embed, heads=args.heads,
+                                 device=args.device,
                                  recurrent=args.recurrent, action_repeat=args.action_repeat)
     except ValueError as error:
         parser.error(str(error))

@@ -45,9 +45,9 @@ def test_the_batch_is_sized_per_actor_sending_in_a_fixed_count_of_minibatches(si
 
 
 def test_keywords_override_the_size_and_a_bad_size_is_named():
-    config = showcase_config("laptop", hiders=2, seekers=3, hidden=96)
+    config = showcase_config("laptop", hiders=2, seekers=3, hidden=96, heads=4)
     assert (config.env.kwargs["n_hiders"], config.env.kwargs["n_seekers"]) == (2, 3)
-    assert config.policy.factory.keywords["hidden"] == 96
+    assert config.policy.factory.keywords["hidden"] == 96 and config.policy.factory.keywords["heads"] == 4
     with pytest.raises(ValueError, match="size must be one of"):
         showcase_config("huge")
 
@@ -94,7 +94,10 @@ def test_the_recipe_sets_the_pool_of_past_versions_and_names_a_bad_override(caps
 @pytest.mark.parametrize("argv, said", [
     (["--hiders", "0"], "n_hiders must be one of (1, 2, 3), got 0"),  # not read as "the size's default"
     (["--seekers", "4"], "n_seekers must be one of (1, 2, 3), got 4"),
-    (["--hidden", "0"], "hidden must be a positive number of units, got 0"),
+    (["--hidden", "0"], "hidden must be a positive whole number, got 0"),
+    (["--heads", "0"], "heads must be a positive whole number, got 0"),
+    (["--heads", "3"], "heads must divide the embedding width 32, got 3"),
+    (["--embed", "48", "--heads", "5"], "heads must divide the embedding width 48, got 5"),
     (["--batch-steps", "0"], "trainer.batch_steps: must be a positive integer, got 0"),
     (["--ppo", "epochs=2.5"], "epochs takes a whole number, got '2.5'"),
     (["--trainer", "batch_per_actor=-1"], "batch_per_actor takes true or false, got '-1'"),
