@@ -14,7 +14,8 @@
   CPU-second, two ~9.6k, with four heads). One head, not the spec's four: on a CPU core the
   attention kernel's cost grows with the (row, head) pairs, not with the FLOPs, of which five
   tokens have few; four heads of 8 were 40 % of a training step, and one head of 32 trained 1.3-1.7x
-  the rows per second of the whole run at one actor, learning as the four did
+  the rows per second of the whole run at one actor; its two 30-minute runs learned within the
+  spread of four heads' runs
   (``benchmarks/hide_and_seek_throughput.py`` measures the whole run; ``docs/hide_and_seek_learning.md``
   the learning);
 - ``"cluster"``: 2 v 2 with the 128-wide model and 16k-step batches, for many actor cores and a
