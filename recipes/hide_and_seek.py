@@ -91,8 +91,7 @@ def build_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> E
     try:
         config = showcase_config(args.size, args.actors, hiders=args.hiders, seekers=args.seekers,
                                  scenario=args.scenario, hider_spawn=args.hider_spawn, mapping=args.mapping,
-                                 hidden=args.hidden, embed=args.embed, heads=args.heads,
-                                 device=args.device,
+                                 hidden=args.hidden, embed=args.embed, heads=args.heads, device=args.device,
                                  recurrent=args.recurrent, action_repeat=args.action_repeat)
     except ValueError as error:
         parser.error(str(error))
