@@ -89,16 +89,15 @@ def showcase_config(size: Size = "laptop", actors: int = 1, *, hiders: int | Non
     for name, width in (("hidden", hidden), ("embed", embed), ("heads", heads)):
         if width is not None and (isinstance(width, bool) or not isinstance(width, int) or width < 1):
             raise ValueError(f"{name} must be a positive whole number, got {width!r}")
-    heads = heads or s.heads
-    if (embed or s.embed) % heads:
-        raise ValueError(f"heads must divide the embedding width {embed or s.embed}, got {heads}")
+    hidden, embed, heads = hidden or s.hidden, embed or s.embed, heads or s.heads
+    if embed % heads:
+        raise ValueError(f"heads must divide the embedding width {embed}, got {heads}")
     # Every actor holds fragments in flight, so with a fixed batch the versions between acting and
     # training grow with the actor count (on 2 cores, 1.5 at one actor and 6.2 at four), and at 8-12
     # versions the policy's entropy collapses (benchmarks/hide_and_seek_policy_lag.py). A batch per
     # actor sending (trainer.batch_per_actor), split into a fixed count of minibatches, keeps the lag
     # near one actor's, also when actors are added or removed live (Run.scale, the panel's control).
-    model = functools.partial(EntityAttentionPolicy, hidden=hidden or s.hidden, embed=embed or s.embed,
-                              heads=heads, recurrent=recurrent)
+    model = functools.partial(EntityAttentionPolicy, hidden=hidden, embed=embed, heads=heads, recurrent=recurrent)
     chunk = whole_chunk_length(s.fragment_length, 10) if recurrent else 0
     return ExperimentConfig(
         name=f"hide-and-seek-{scenario}-{hiders}v{seekers}",
