@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from torch.distributions import Categorical
 
-from srl_lab.api.policy import ActionHead
+from srl_lab.api.policy import ActionHead, MultiCategorical, sample_categorical
 from srl_lab.models.mlp import Tanh
 
 floats = st.floats(-30, 30, allow_nan=False, width=32)
@@ -59,3 +59,35 @@ def test_entropy_of_a_masked_out_action_is_finite():
     dist = type(dist)(logits=torch.tensor([[0.0, 0.0, float("-inf")]]))
     assert torch.allclose(dist.entropy(), torch.log(torch.tensor([2.0])))
     assert dist.log_prob(torch.tensor([2])).item() == float("-inf")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=6), st.integers(1, 20), st.integers(0, 2**31 - 1))
+def test_multidiscrete_runs_of_equal_sizes_match_one_categorical_per_component(nvec, rows, seed):
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(rows, sum(nvec), generator=gen) * 5
+    parts = [Categorical(logits=chunk) for chunk in torch.split(logits, nvec, dim=-1)]
+    actions = torch.stack([torch.randint(0, n, (rows,), generator=gen) for n in nvec], dim=-1)
+    dist = MultiCategorical(logits, tuple(nvec))
+    assert torch.allclose(dist.log_prob(actions), sum(p.log_prob(actions[:, i]) for i, p in enumerate(parts)),
+                          atol=1e-5)
+    assert torch.allclose(dist.entropy(), sum(p.entropy() for p in parts), atol=1e-5)
+    assert torch.equal(dist.mode, torch.stack([p.probs.argmax(-1) for p in parts], dim=-1))
+    for ours, reference in zip(dist.parts, parts):
+        assert torch.allclose(ours.probs, reference.probs, atol=1e-6)
+    drawn = dist.sample((3,))
+    assert drawn.shape == (3, rows, len(nvec))
+    assert all(((drawn[..., i] >= 0) & (drawn[..., i] < n)).all() for i, n in enumerate(nvec))
+
+
+def test_sampling_draws_each_action_at_its_probability():
+    torch.manual_seed(0)
+    probs = torch.tensor([[0.6, 0.3, 0.1, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    draws = 40_000
+    drawn = sample_categorical(probs.log(), (draws,))
+    for row in range(2):
+        freq = torch.bincount(drawn[:, row], minlength=4).double() / draws
+        # 4.5 standard errors of a binomial proportion: a wrong sampler fails, a right one all but never
+        bound = 4.5 * (probs[row].double() * (1 - probs[row].double()) / draws).sqrt() + 1e-12
+        assert ((freq - probs[row].double()).abs() <= bound).all(), (row, freq)
+    assert (drawn[:, 0] != 3).all()  # a zero-probability action is never drawn

@@ -16,6 +16,7 @@ needs it; policies without one (absent attribute, ``hasattr`` is false) train on
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -30,26 +31,57 @@ TensorObs = Any  # a tensor, or a dict of tensors for dict observation spaces
 
 
 class MultiCategorical(Distribution):
-    """Independent categoricals, one per action component (gymnasium ``MultiDiscrete``)."""
+    """Independent categoricals, one per action component (gymnasium ``MultiDiscrete``).
+
+    Consecutive components of one size are held as one ``[..., k, n]`` tensor of log-probabilities,
+    so that sampling, log_prob and entropy cost a few calls per run of equal sizes instead of several
+    per component: hide-and-seek's (11, 11, 11, 2, 2) is two runs, and acting on 128 rows took
+    0.45 instead of 1.1 ms, a minibatch's log_prob and entropy forward and backward on 3,072 rows
+    2.4 instead of 5.4 ms (one CPU thread).
+    """
 
     arg_constraints: dict = {}
 
     def __init__(self, logits: torch.Tensor, nvec: tuple[int, ...]):
         super().__init__(validate_args=False)
-        self.parts = [_Categorical(logits=chunk) for chunk in torch.split(logits, list(nvec), dim=-1)]
+        runs = [(n, len(list(same))) for n, same in itertools.groupby(nvec)]
+        chunks = torch.split(logits, [n * k for n, k in runs], dim=-1)
+        self.runs = [chunk.unflatten(-1, (k, n)).log_softmax(-1) for chunk, (n, k) in zip(chunks, runs)]
+        self.counts = [k for _, k in runs]
+
+    @property
+    def parts(self) -> list[Categorical]:
+        """One categorical per component, for code that inspects a single head."""
+        return [_Categorical(logits=run[..., i, :]) for run in self.runs for i in range(run.shape[-2])]
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
-        return torch.stack([p.sample(sample_shape) for p in self.parts], dim=-1)
+        return torch.cat([sample_categorical(run, sample_shape) for run in self.runs], dim=-1)
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
-        return sum(p.log_prob(value[..., i]) for i, p in enumerate(self.parts))
+        chosen = torch.split(value.long(), self.counts, dim=-1)
+        return sum(run.gather(-1, index.unsqueeze(-1)).squeeze(-1).sum(-1) for run, index in zip(self.runs, chosen))
 
     def entropy(self) -> torch.Tensor:
-        return sum(p.entropy() for p in self.parts)
+        return sum(_entropy(run).sum(-1) for run in self.runs)
 
     @property
     def mode(self) -> torch.Tensor:
-        return torch.stack([p.mode for p in self.parts], dim=-1)
+        return torch.cat([run.argmax(-1) for run in self.runs], dim=-1)
+
+
+def sample_categorical(log_probs: torch.Tensor, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+    """Indices drawn from the categoricals over the last axis of ``log_probs`` (normalised or not), with
+    ``sample_shape`` in front: the Gumbel-max draw, argmax of log p - log E with E ~ Exp(1), which
+    costs one pass over the logits where ``torch.multinomial`` costs a call per categorical tensor."""
+    noise = torch.empty(torch.Size(sample_shape) + log_probs.shape, dtype=log_probs.dtype,
+                        device=log_probs.device).exponential_().log_()
+    return (log_probs - noise).argmax(-1)
+
+
+def _entropy(log_probs: torch.Tensor) -> torch.Tensor:
+    """Entropy over the last axis of normalised ``log_probs``; a -inf logit adds 0, not nan."""
+    log_probs = log_probs.clamp(min=torch.finfo(log_probs.dtype).min)
+    return -(log_probs.exp() * log_probs).sum(-1)
 
 
 class ActionHead(nn.Module):
@@ -79,19 +111,22 @@ class ActionHead(nn.Module):
 
 
 class _Categorical(Categorical):
-    """``Categorical`` with log_prob and entropy computed directly from its normalised logits and no
-    argument validation: 0.54 instead of 1.22 ms forward and backward on 4096 rows of 2 actions, a
-    tenth of a small MLP's minibatch step before."""
+    """``Categorical`` with log_prob and entropy computed directly from its normalised logits, no
+    argument validation and the Gumbel-max draw: 0.54 instead of 1.22 ms forward and backward on 4096
+    rows of 2 actions, a tenth of a small MLP's minibatch step before; a draw on 64 rows 17 instead of
+    45 us."""
 
     def __init__(self, logits: torch.Tensor):
         super().__init__(logits=logits, validate_args=False)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        return sample_categorical(self.logits, sample_shape)
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         return self.logits.gather(-1, value.long().unsqueeze(-1)).squeeze(-1)
 
     def entropy(self) -> torch.Tensor:
-        logits = self.logits.clamp(min=torch.finfo(self.logits.dtype).min)  # -inf logits: 0 * min, not nan
-        return -(logits.softmax(-1) * logits).sum(-1)
+        return _entropy(self.logits)
 
 
 class _DiagNormal(Normal):
