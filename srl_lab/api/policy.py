@@ -47,7 +47,6 @@ class MultiCategorical(Distribution):
         runs = [(n, len(list(same))) for n, same in itertools.groupby(nvec)]
         chunks = torch.split(logits, [n * k for n, k in runs], dim=-1)
         self.runs = [chunk.unflatten(-1, (k, n)).log_softmax(-1) for chunk, (n, k) in zip(chunks, runs)]
-        self.counts = [k for _, k in runs]
 
     @property
     def parts(self) -> list[Categorical]:
@@ -58,7 +57,7 @@ class MultiCategorical(Distribution):
         return torch.cat([sample_categorical(run, sample_shape) for run in self.runs], dim=-1)
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
-        chosen = torch.split(value.long(), self.counts, dim=-1)
+        chosen = torch.split(value.long(), [run.shape[-2] for run in self.runs], dim=-1)
         return sum(run.gather(-1, index.unsqueeze(-1)).squeeze(-1).sum(-1) for run, index in zip(self.runs, chosen))
 
     def entropy(self) -> torch.Tensor:
