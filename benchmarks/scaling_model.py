@@ -134,7 +134,7 @@ class _ActorSideOfRemote:
             self._encoded[rows] = [bytes(f) for f in frames]  # as received: contiguous bytes
         return self._encoded[rows]
 
-    def post(self, group: int, obs: Any, state: Any = None) -> None:
+    def post(self, group: int, obs: Any, state: Any = None, bootstrap: bool = True) -> None:
         from srl_lab.api.tree import tree_first_leaf
         from srl_lab.system import codec
 
@@ -162,6 +162,7 @@ def measure_actors(config, seconds: float, keep_fragments: int) -> dict[str, Any
     from srl_lab.system import codec
     from srl_lab.system.actor_ring import ActorRing
     from srl_lab.system.inference import InlineInference
+    from srl_lab.system.learner import needs_behaviour_values
     from srl_lab.system.parameters import ParameterClient, ParameterService
     from srl_lab.system.streams import FixedEndpoint
 
@@ -203,7 +204,7 @@ def measure_actors(config, seconds: float, keep_fragments: int) -> dict[str, Any
         service.publish(1, policy.weights())
         params = ParameterClient(zctx, FixedEndpoint(service.endpoint), key, config.inference.weight_poll_s)
         inline = ring_rate(InlineInference(make_policy(config, probe.observation_space, probe.action_space, probe),
-                                           params, lambda: False))
+                                           params, lambda: False, needs_behaviour_values(config)))
         remote_side = ring_rate(_ActorSideOfRemote(probe.action_space, key))
         service.close()
     finally:

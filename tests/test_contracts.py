@@ -1,5 +1,6 @@
 """The declared contracts users build on: optional env attributes, ``Policy.act``'s one return shape,
-``Algorithm.optimizers``, and the one env probe of processes that have no env of their own."""
+the batch's behaviour values, ``Algorithm.optimizers``, and the one env probe of processes that have no
+env of their own."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -14,9 +15,13 @@ from srl_lab.api.env import EnvExtras, StepResult, extras
 from srl_lab.api.policy import Act
 from srl_lab.config import EnvConfig, ExperimentConfig, PPOConfig
 from srl_lab.envs.factory import probe_env
+from srl_lab.envs.gym_group import GymEnvGroup
 from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.models.mlp import MLPPolicy
 from srl_lab.models.mlp_lstm import MLPLSTMPolicy
+from srl_lab.system.actor_ring import ActorRing
+from srl_lab.system.inference import InlineInference
+from srl_lab.system.learner import needs_behaviour_values
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACTIONS = gym.spaces.Discrete(2)
@@ -68,6 +73,44 @@ def test_act_returns_one_shape_for_feed_forward_and_recurrent_policies():
         lstm.act(obs)
     with pytest.raises(TypeError, match="feed-forward"):
         MLPPolicy(OBS, ACTIONS, (8,)).act(obs, lstm.initial_state(5))
+
+
+def _ring_fragments(values_every_step: bool, fragments: int = 3) -> tuple[list[dict], int]:
+    """CartPole cut at 6 steps (truncations inside fragments of 4) on a two-group ring: the fragments,
+    and how many times the policy's critic ran."""
+    from runs import FixedParams
+
+    torch.manual_seed(0)
+    policy = MLPLSTMPolicy(gym.make("CartPole-v1").observation_space, gym.spaces.Discrete(2), (8,))
+    critic_calls = []
+    policy.critic_trunk.register_forward_hook(lambda *_: critic_calls.append(1))
+    envs = [GymEnvGroup(lambda: gym.wrappers.TimeLimit(gym.make("CartPole-v1"), 6), 3, seed=g) for g in range(2)]
+    inference = InlineInference(policy, FixedParams(policy.weights()), lambda: False, values_every_step)
+    out: list[dict] = []
+    ring = ActorRing.single(envs, 4, inference,
+                            lambda builder, last_value: out.append(builder.arrays(last_value)) or True)
+    while len(out) < fragments:
+        assert ring.step(lambda: False)
+    ring.close()
+    return out, len(critic_calls)
+
+
+def test_actors_skip_the_critic_only_where_the_algorithm_recomputes_the_values():
+    """PPO with V-trace computes its own values, so inline actors run the critic only for the values
+    that bootstrap a fragment's end or a truncated episode: everything else the trainer reads is the
+    same as with a value for every step."""
+    assert not needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="vtrace")))
+    assert needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="gae")))
+    assert needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="vtrace"), algorithm=A2C))
+    every_step, calls_every_step = _ring_fragments(values_every_step=True)
+    skipped, calls_skipped = _ring_fragments(values_every_step=False)
+    assert calls_skipped < calls_every_step / 2
+    assert any(f["truncated"].any() for f in skipped)
+    for full, lean in zip(every_step, skipped):
+        skipped_steps = lean["values"] == 0  # a bootstrap request's values are kept for its step too
+        assert skipped_steps.mean() >= 0.5 and (lean["values"] == full["values"])[~skipped_steps].all()
+        for key in ("actions", "logp", "rewards", "terminated", "truncated", "trunc_values", "last_value"):
+            np.testing.assert_array_equal(full[key], lean[key], err_msg=key)
 
 
 @pytest.mark.parametrize("cls", [PPO, A2C])

@@ -140,9 +140,9 @@ def test_truncated_rows_are_valued_with_the_state_before_the_reset(lstm):
     seen: dict = {}
 
     class Recording(InlineInference):
-        def post(self, group, obs, state=None):
+        def post(self, group, obs, state=None, bootstrap=True):
             seen.setdefault("requests", []).append((obs.copy(), None if state is None else state.copy()))
-            super().post(group, obs, state)
+            super().post(group, obs, state, bootstrap)
 
     ring = ActorRing.single(envs, 4, Recording(lstm, FixedParams(lstm.weights()), lambda: False), lambda b, v: True)
     for _ in range(3):

@@ -5,8 +5,10 @@ An algorithm owns a policy and its optimiser. The trainer hands it a ``Batch``: 
 in the batch) with the keys listed below. ``train`` does one update and returns scalar statistics.
 
 Batch keys: ``obs`` (array or dict), ``actions``, ``logp`` (behaviour log-prob), ``values``
-(behaviour value), ``rewards``, ``terminated``, ``truncated``, ``trunc_values`` (value of the final
-observation where an episode was truncated), ``last_value`` [B] (value after the last step),
+(behaviour value; 0 where inline actors skipped the critic, which they do only for the built-in PPO
+with V-trace: ``srl_lab.system.learner.needs_behaviour_values``), ``rewards``, ``terminated``,
+``truncated``, ``trunc_values`` (value of the final observation where an episode was truncated),
+``last_value`` [B] (value after the last step),
 ``versions`` [T, B] (policy version that chose each action); optional ``valid`` (bool [T, B],
 present when some env ignored an action, e.g. a vector env's delayed reset): rows where it is False
 must not be trained on.

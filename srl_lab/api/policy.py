@@ -176,22 +176,31 @@ class Policy(nn.Module):
     def distribution_and_value(self, obs: TensorObs) -> tuple[Distribution, torch.Tensor]:
         raise NotImplementedError
 
+    def distribution(self, obs: TensorObs) -> Distribution:
+        """The action distribution alone (feed-forward); a policy whose critic is a network of its own
+        overrides this to skip it."""
+        return self.distribution_and_value(obs)[0]
+
     def initial_state(self, batch_size: int) -> torch.Tensor:
         """The (all-zero) state of ``batch_size`` rows that start an episode; recurrent policies only."""
         raise TypeError(f"{type(self).__name__} is feed-forward and has no state")
 
     @torch.no_grad()
-    def act(self, obs: TensorObs, state: torch.Tensor | None = None) -> Act:
+    def act(self, obs: TensorObs, state: torch.Tensor | None = None, values: bool = True) -> Act:
         """Sample actions for a batch of rows; ``Act.state`` is None for a feed-forward policy.
 
         A recurrent policy takes the rows' ``state`` (``initial_state(rows)`` for fresh episodes) and
         runs one step of its state-in, state-out form; ``Act.state`` is the state after it.
+        ``values=False``: a feed-forward policy may skip its critic (``distribution``), and
+        ``Act.values`` is then zeros; a recurrent one steps its critic's state anyway.
         """
         if not self.recurrent:
             if state is not None:
                 raise TypeError(f"{type(self).__name__} is feed-forward: act takes no state")
-            dist, value = self.distribution_and_value(obs)
+            dist, value = self.distribution_and_value(obs) if values else (self.distribution(obs), None)
             actions = dist.sample()
+            if value is None:
+                value = torch.zeros(len(actions), device=actions.device)
             return Act(actions, dist.log_prob(actions), value)
         if state is None:
             raise TypeError(f"{type(self).__name__} is recurrent: act needs state=policy.initial_state(rows)")

@@ -73,6 +73,12 @@ class ActorCriticPolicy(Policy):
         value = self.value_head(critic).squeeze(-1)
         return self.action_head(actor), value, torch.stack([actor_state, critic_state], dim=1)
 
+    def distribution(self, obs: TensorObs) -> Distribution:
+        """Feed-forward: the actor's trunk and head alone, without the critic's trunk."""
+        if self.recurrent:
+            return super().distribution(obs)  # needs a state, which it refuses as distribution_and_value does
+        return self.action_head(self.actor_trunk(self.obs_normalizer(obs)))
+
     def evaluate(self, obs: TensorObs, actions: torch.Tensor, state: torch.Tensor | None = None,
                  done: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(log_probs, entropy, values)`` with gradients; recurrent models take ``state``/``done``."""

@@ -32,9 +32,12 @@ from srl_lab.system.policy_views import EnvSplit, WholeGroup
 
 
 class Inference(Protocol):
+    """``post(..., bootstrap)``: True when the reply's values bootstrap a full fragment (``last_value``)
+    or truncated episodes (``trunc_values``); an inference may skip the values of the other requests."""
+
     latency_s: float
 
-    def post(self, group: int, obs: Any, state: np.ndarray | None = None) -> None: ...
+    def post(self, group: int, obs: Any, state: np.ndarray | None = None, bootstrap: bool = True) -> None: ...
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Any: ...
 
@@ -105,7 +108,7 @@ class ActorRing:
             obs = group.env.reset()
             for policy, slot in group.slots.items():
                 slot.obs = flatten_rows(obs[policy], slot.rows)
-                inference[policy].post(g, slot.obs)
+                inference[policy].post(g, slot.obs, bootstrap=False)
 
     @classmethod
     def single(cls, envs: list[Any], fragment_length: int, inference: Inference,
@@ -183,12 +186,10 @@ class ActorRing:
             request = tree_concat([slot.obs, obs_rows(flatten_rows(result.final_obs, n), rows)])
             if state_after is not None:  # the final observation follows the state before the reset
                 request_state = np.concatenate([slot.state, state_after[rows]])
+        bootstrap = b.full or bool(truncated.any())
         if b.full:
             slot.pending, slot.builder = b, slot.new_builder()
-        if request_state is None:
-            self.inference[policy].post(g, request)
-        else:
-            self.inference[policy].post(g, request, request_state)
+        self.inference[policy].post(g, request, request_state, bootstrap=bootstrap)
 
     def take_pool_results(self) -> dict[str, list[dict[str, Any]]]:
         """Episodes against past versions since the last call, per policy, with the version that trained."""

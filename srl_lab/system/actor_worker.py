@@ -22,6 +22,7 @@ from srl_lab.system.control import WorkerContext
 from srl_lab.system.fragments import FragmentBuilder
 from srl_lab.system.opponent_pool import LISTING, OpponentPlay, Seat, frozen_teams, pool_tag
 from srl_lab.system.inference import InlineInference, RemoteInference
+from srl_lab.system.learner import needs_behaviour_values
 from srl_lab.system.metrics import TrailingRate
 from srl_lab.system.parameters import ParameterClient
 from srl_lab.system.sample_stream import SampleSender, trainer_of_actor
@@ -154,8 +155,9 @@ def _inference(ctx: WorkerContext, zctx: zmq.Context, config: ExperimentConfig, 
                index: int) -> InlineInference | RemoteInference:
     """Policy ``name``'s inference for this actor: its own copy (inline) or its policy worker (remote)."""
     if config.inference.mode == "inline":
-        policy = make_policy(for_policy(config, name), view.observation_space, view.action_space, describe(view))
+        own = for_policy(config, name)
+        policy = make_policy(own, view.observation_space, view.action_space, describe(view))
         params = ParameterClient(zctx, ctx.watch(service("params", name)), ctx.secret, config.inference.weight_poll_s)
-        return InlineInference(policy, params, ctx.should_stop)
+        return InlineInference(policy, params, ctx.should_stop, needs_behaviour_values(own))
     target = index % config.inference.policy_workers
     return RemoteInference(zctx, ctx.watch(service("policy", name, target)), ctx.secret)

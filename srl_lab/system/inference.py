@@ -48,18 +48,18 @@ def state_shape(policy: Policy) -> tuple[int, ...] | None:
     return tuple(policy.initial_state(1).shape[1:]) if policy.recurrent else None
 
 
-def step_policy(policy: Policy, obs, state: np.ndarray | None, device: str = "cpu"
+def step_policy(policy: Policy, obs, state: np.ndarray | None, device: str = "cpu", values: bool = True
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """``(actions, logp, values, next_state)`` for rows; ``next_state`` is None for feed-forward policies.
 
     A recurrent policy starts rows without a ``state`` from ``initial_state``; a feed-forward one
-    ignores ``state``.
+    ignores ``state``. ``values=False`` lets a feed-forward policy skip its critic (values are 0).
     """
     state_in = None
     if policy.recurrent:
         state_in = (policy.initial_state(len(tree_first_leaf(obs))) if state is None
                     else torch.as_tensor(np.asarray(state), dtype=torch.float32, device=device))
-    return policy.act(obs_to_tensor(obs, device), state_in).numpy()
+    return policy.act(obs_to_tensor(obs, device), state_in, values=values).numpy()
 
 
 def read_actions(meta: dict[str, Any], arrays: dict[str, Any]) -> tuple[int, Reply]:
@@ -86,10 +86,16 @@ def smoothed_latency(average_s: float, sample_s: float) -> float:
 
 
 class InlineInference(ReportsPeer):
-    """Policy inside the actor process; weights refreshed from the parameter service between steps."""
+    """Policy inside the actor process; weights refreshed from the parameter service between steps.
 
-    def __init__(self, policy: Policy, params: ParameterClient, should_stop: Callable[[], bool]):
+    ``values_every_step=False`` (the algorithm recomputes the values, as PPO with V-trace does): the
+    critic runs only for requests whose values bootstrap a fragment's end or a truncated episode.
+    """
+
+    def __init__(self, policy: Policy, params: ParameterClient, should_stop: Callable[[], bool],
+                 values_every_step: bool = True):
         self.policy = policy
+        self.values_every_step = values_every_step
         self.params = params
         weights = params.wait_first(should_stop)
         if weights is None:
@@ -102,12 +108,13 @@ class InlineInference(ReportsPeer):
         """Its only peer is the parameter service."""
         return self.params
 
-    def post(self, group: int, obs, state: np.ndarray | None = None) -> None:
+    def post(self, group: int, obs, state: np.ndarray | None = None, bootstrap: bool = True) -> None:
         weights = self.params.poll()
         if weights is not None:
             self.policy.load_weights(weights)
         started = time.monotonic()
-        actions, logp, values, next_state = step_policy(self.policy, obs, state)
+        actions, logp, values, next_state = step_policy(self.policy, obs, state,
+                                                        values=self.values_every_step or bootstrap)
         self.latency_s = smoothed_latency(self.latency_s, time.monotonic() - started)
         self._replies[group] = Reply(actions, logp, values, self.params.version, next_state)
 
@@ -135,7 +142,8 @@ class RemoteInference(ReportsPeer):
         self._posted_at: dict[int, float] = {}
         self.latency_s = 0.0  # exponential average of post -> reply time
 
-    def post(self, group: int, obs, state: np.ndarray | None = None) -> None:
+    def post(self, group: int, obs, state: np.ndarray | None = None, bootstrap: bool = True) -> None:
+        """``bootstrap`` is the ring's hint that these values are needed; the policy worker always sends them."""
         self._posted_at[group] = time.monotonic()
         arrays = {"obs": obs} if state is None else {"obs": obs, "states": state}
         frames = codec.encode("infer", {"group": group}, arrays, key=self.key)

@@ -23,6 +23,13 @@ def make_algorithm(config: ExperimentConfig, policy, device: str) -> Algorithm:
     return PPO(policy, config.ppo, device)
 
 
+def needs_behaviour_values(config: ExperimentConfig) -> bool:
+    """Whether the algorithm reads the actors' value of every step (a fragment's ``values``), or only
+    the values that bootstrap its end and truncated episodes: PPO with V-trace computes its own, so
+    inline actors then skip the critic on the other steps and send zeros there."""
+    return config.algorithm is not None or config.ppo.advantage != "vtrace"
+
+
 class Learner:
     """One policy's learner: ``config`` is the experiment, ``policy`` the name of the policy it trains."""
 

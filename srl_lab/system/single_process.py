@@ -14,7 +14,7 @@ from srl_lab.envs.factory import make_env_group
 from srl_lab.system.actor_ring import ActorRing
 from srl_lab.system.fragments import FragmentBuilder
 from srl_lab.system.inference import Reply, step_policy
-from srl_lab.system.learner import Learner
+from srl_lab.system.learner import Learner, needs_behaviour_values
 
 
 class SharedPolicyInference:
@@ -25,15 +25,17 @@ class SharedPolicyInference:
 
     def __init__(self, learner: Learner):
         self.learner = learner
+        self.values_every_step = needs_behaviour_values(learner.config)
         self._replies: dict[int, Reply] = {}
 
     def acting(self) -> tuple[Policy, int]:
         """The network that acts, and its version."""
         return self.learner.policy, self.learner.version
 
-    def post(self, group: int, obs: Any, state: np.ndarray | None = None) -> None:
+    def post(self, group: int, obs: Any, state: np.ndarray | None = None, bootstrap: bool = True) -> None:
         policy, version = self.acting()
-        actions, logp, values, next_state = step_policy(policy, obs, state)
+        actions, logp, values, next_state = step_policy(policy, obs, state,
+                                                        values=self.values_every_step or bootstrap)
         self._replies[group] = Reply(actions, logp, values, version, next_state)
 
     def wait(self, group: int, should_stop: Callable[[], bool]) -> Reply:
