@@ -143,7 +143,7 @@ class Act(NamedTuple):
 
     actions: torch.Tensor  # [rows, ...] sampled actions
     logp: torch.Tensor  # [rows] their log-probabilities
-    values: torch.Tensor  # [rows] value estimates
+    values: torch.Tensor  # [rows] value estimates (zeros where ``act(..., values=False)`` skipped them)
     state: torch.Tensor | None = None  # [rows, ...] state after this step (recurrent); None otherwise
 
     def numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
