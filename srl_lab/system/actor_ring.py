@@ -180,13 +180,14 @@ class ActorRing:
             if valid is not None:  # a row whose step was a delayed reset starts its episode now
                 slot.state[~valid] = 0.0
         request, request_state = slot.obs, slot.state
-        if truncated.any():  # ask for V(final obs) in the same message, as extra rows
+        any_truncated = bool(truncated.any())
+        if any_truncated:  # ask for V(final obs) in the same message, as extra rows
             rows = np.flatnonzero(truncated)
             slot.trunc_rows = (b, b.steps - 1, rows)
             request = tree_concat([slot.obs, obs_rows(flatten_rows(result.final_obs, n), rows)])
             if state_after is not None:  # the final observation follows the state before the reset
                 request_state = np.concatenate([slot.state, state_after[rows]])
-        bootstrap = b.full or bool(truncated.any())
+        bootstrap = b.full or any_truncated
         if b.full:
             slot.pending, slot.builder = b, slot.new_builder()
         self.inference[policy].post(g, request, request_state, bootstrap=bootstrap)
