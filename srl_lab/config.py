@@ -99,7 +99,9 @@ class PPOConfig:
     norm_value: bool = False  # the value head predicts returns normalised by a running mean/std
     value_norm_beta: float = 0.99  # EMA decay per update of those statistics
     norm_obs: bool = False  # update the policy's running observation mean/std from every batch
-    advantage: Literal["gae", "vtrace"] = "gae"  # vtrace: off-policy correction of stale samples
+    # vtrace: off-policy correction of stale samples; vtrace_minibatch: V-trace from each minibatch's own
+    # pass, the clip measured from the behaviour policy (feed-forward policies; a quarter fewer passes)
+    advantage: Literal["gae", "vtrace", "vtrace_minibatch"] = "gae"
     vtrace_rho_bar: float = 1.0  # truncation of the importance weights in V-trace
     vtrace_c_bar: float = 1.0
     max_staleness: int | None = None  # epoch e uses samples at most (max_staleness - e) versions old
@@ -272,9 +274,10 @@ def _check_ppo(ppo: PPOConfig, fragment_length: int) -> None:
             or not (ppo.dual_clip == 0 or ppo.dual_clip > 1 + ppo.clip_coef):
         raise ConfigError("ppo.dual_clip", f"must be 0 (off) or above 1 + clip_coef = {1 + ppo.clip_coef:g}, "
                           f"got {ppo.dual_clip!r}", "e.g. 3.0")
-    if ppo.advantage not in ("gae", "vtrace"):
+    if ppo.advantage not in ("gae", "vtrace", "vtrace_minibatch"):
         raise ConfigError("ppo.advantage", f"unknown estimator {ppo.advantage!r}",
-                          "use 'gae' or 'vtrace' (corrects stale samples)")
+                          "use 'gae', 'vtrace' (corrects stale samples) or 'vtrace_minibatch' (the same "
+                          "from each minibatch's own pass)")
     if ppo.max_staleness is not None and (not isinstance(ppo.max_staleness, int) or ppo.max_staleness < 0):
         raise ConfigError("ppo.max_staleness", f"must be None or an integer >= 0, got {ppo.max_staleness!r}",
                           "None keeps every sample for every epoch")

@@ -43,6 +43,7 @@ def cartpole_policy(recurrent: bool = False) -> MLPLSTMPolicy:
 
 @pytest.mark.parametrize("options", [
     {}, {"value_clip": 0.2}, {"norm_value": True}, {"norm_obs": True}, {"advantage": "vtrace"},
+    {"advantage": "vtrace_minibatch", "norm_value": True, "value_clip": 0.2},
     {"recurrent": True, "chunk_length": 8, "burn_in": 4},
     {"recurrent": True, "advantage": "vtrace", "norm_value": True, "norm_obs": True, "value_clip": 0.2},
 ], ids=lambda o: ",".join(o) or "plain")
@@ -219,6 +220,10 @@ def test_value_normalizer_is_debiased_and_invertible():
     mean, std = norm.mean_std()
     assert mean == pytest.approx(x.mean(), rel=1e-6) and std == pytest.approx(x.std(), rel=1e-3)
     np.testing.assert_allclose(norm.denormalize(norm.normalize(x)), x, rtol=1e-5)
+    in_halves = ValueNormalizer(beta=0.99)  # a batch fed in parts, each for its share of the rows
+    in_halves.update(x[:2048], share=0.5)
+    in_halves.update(x[2048:], share=0.5)
+    assert in_halves.mean_std() == pytest.approx((mean, std), rel=1e-3)
 
 
 def test_value_targets_are_learned_in_the_normalised_scale():
@@ -358,3 +363,68 @@ def test_vtrace_corrects_stale_samples_to_the_truncated_importance_weighted_grad
 
     plain = PPO(cartpole_policy(), dataclasses.replace(config, advantage="gae")).train(batch, version=0)
     assert plain["clip_frac"] > 0.3, plain  # the behaviour ratio of stale samples sits outside the clip
+
+
+def test_vtrace_minibatch_takes_its_targets_from_the_minibatch_pass_and_clips_from_the_behaviour_policy():
+    """``vtrace_minibatch``: with one minibatch of every column, the step's gradient is PPO's clipped
+    surrogate against the behaviour log-probs with A = r + gamma vs' - V (no second importance weight),
+    plus the value loss towards vs, both from V-trace on the pass being trained (numpy reference)."""
+    from test_advantages import reference_vtrace
+
+    from srl_lab.algorithms.ppo import clipped_surrogate
+
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    rng = np.random.default_rng(1)
+    batch["logp"] = (batch["logp"] + rng.normal(0.0, 0.3, batch["logp"].shape)).astype(np.float32)  # stale mu
+    T, B = batch["rewards"].shape
+    config = dataclasses.replace(SMALL, epochs=1, minibatch_size=T * B, advantage="vtrace_minibatch",
+                                 ent_coef=0.0, vf_coef=0.5, max_grad_norm=1e9, lr=1e-3)
+    obs = torch.as_tensor(batch["obs"]).reshape(T * B, -1)
+    actions = torch.as_tensor(batch["actions"]).reshape(T * B)
+    with torch.no_grad():
+        logp_now, _, values_now = policy.evaluate(obs, actions)
+    log_rhos = logp_now.numpy().reshape(T, B) - batch["logp"]
+    weighted_adv, vs = reference_vtrace(batch["rewards"], values_now.numpy().reshape(T, B), batch["terminated"],
+                                        batch["truncated"], batch["trunc_values"], batch["last_value"], log_rhos,
+                                        config.gamma, config.vtrace_rho_bar, config.vtrace_c_bar,
+                                        config.gae_lambda)
+    adv = torch.as_tensor((weighted_adv / np.minimum(config.vtrace_rho_bar, np.exp(log_rhos))).reshape(-1),
+                          dtype=torch.float32)
+    adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
+    logp, _, value = policy.evaluate(obs, actions)
+    ratio = (logp - torch.as_tensor(batch["logp"]).reshape(-1)).exp()
+    loss = (-clipped_surrogate(ratio, adv, config.clip_coef, config.dual_clip).mean()
+            + config.vf_coef * 0.5 * ((value - torch.as_tensor(vs).reshape(-1)) ** 2).mean())
+    expected = _policy_gradient(policy, loss)
+
+    captured = []
+    algorithm = PPO(policy, config)
+    algorithm.optimizer.step = lambda: captured.append(_gradient(policy))
+    stats = algorithm.train(batch, version=0)
+    assert len(captured) == 1
+    torch.testing.assert_close(captured[0], expected, rtol=1e-4, atol=1e-6)
+    assert stats["clip_frac"] > 0.1 and stats["approx_kl"] > 1e-3  # measured from the behaviour policy
+
+    with pytest.raises(ValueError, match="advantage='vtrace'"):
+        PPO(cartpole_policy(recurrent=True), config)
+
+
+def test_vtrace_minibatch_minibatches_are_whole_fragment_columns():
+    """Each minibatch holds every step of its fragments, the fragments of an epoch partitioned among them."""
+    policy = cartpole_policy()
+    batch = batch_for(policy)
+    T, B = batch["rewards"].shape
+    algorithm = PPO(policy, dataclasses.replace(SMALL, epochs=1, minibatch_size=2 * T, advantage="vtrace_minibatch"))
+    seen = []
+    evaluate = policy.evaluate
+    policy.evaluate = lambda obs, actions: (seen.append(len(actions)), evaluate(obs, actions))[1]
+    train_rows = []
+    original = algorithm._vtrace_from_pass
+    algorithm._vtrace_from_pass = lambda flat, b, tv, lv, idx, *rest, **kw: (
+        train_rows.append(idx.clone()), original(flat, b, tv, lv, idx, *rest, **kw))[1]
+    algorithm.train(batch, version=0)
+    assert seen == [2 * T] * (B // 2)  # no extra pass over the batch
+    columns = [sorted(set((idx % B).tolist())) for idx in train_rows]
+    assert all(len(c) == 2 and len(idx) == 2 * T for c, idx in zip(columns, train_rows))
+    assert sorted(c for cs in columns for c in cs) == list(range(B))

@@ -100,6 +100,7 @@ def test_actors_skip_the_critic_only_where_the_algorithm_recomputes_the_values()
     that bootstrap a fragment's end or a truncated episode: everything else the trainer reads is the
     same as with a value for every step."""
     assert not needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="vtrace")))
+    assert not needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="vtrace_minibatch")))
     assert needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="gae")))
     assert needs_behaviour_values(ExperimentConfig(ppo=PPOConfig(advantage="vtrace"), algorithm=A2C))
     every_step, calls_every_step = _ring_fragments(values_every_step=True)

@@ -33,7 +33,8 @@ def gae(rewards: np.ndarray, values: np.ndarray, terminated: np.ndarray, truncat
 
 def vtrace(rewards: np.ndarray, values: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
            trunc_values: np.ndarray, last_value: np.ndarray, log_rhos: np.ndarray, gamma: float,
-           rho_bar: float = 1.0, c_bar: float = 1.0, lam: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+           rho_bar: float = 1.0, c_bar: float = 1.0, lam: float = 1.0, weight_advantages: bool = True
+           ) -> tuple[np.ndarray, np.ndarray]:
     """V-trace (Espeholt et al. 2018); returns ``(advantages, vs)`` shaped ``[T, B]``.
 
     ``log_rhos = log pi(a_t|s_t) - log mu(a_t|s_t)`` (target policy against the behaviour one);
@@ -43,7 +44,8 @@ def vtrace(rewards: np.ndarray, values: np.ndarray, terminated: np.ndarray, trun
         A_t           = rho_t * (r_t + gamma * vs_{t+1} - V(s_t))
 
     with the recursion cut where the episode ended, and vs_{t+1} there replaced by the next value
-    (0 after termination, ``trunc_values[t]`` after truncation).
+    (0 after termination, ``trunc_values[t]`` after truncation). ``weight_advantages=False`` leaves
+    rho_t out of A_t, for a loss whose own ratio against the behaviour policy weights each row.
     """
     T = rewards.shape[0]
     rhos = np.exp(log_rhos)
@@ -61,5 +63,7 @@ def vtrace(rewards: np.ndarray, values: np.ndarray, terminated: np.ndarray, trun
     vs = values + vs_minus_v
     next_vs = np.concatenate([vs[1:], last_value[None]], axis=0)
     next_vs = np.where(terminated, 0.0, np.where(truncated, trunc_values, next_vs))
-    advantages = clipped_rhos * (rewards + gamma * next_vs - values)
+    advantages = rewards + gamma * next_vs - values
+    if weight_advantages:
+        advantages = clipped_rhos * advantages
     return advantages.astype(np.float32), vs.astype(np.float32)

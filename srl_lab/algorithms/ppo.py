@@ -22,6 +22,12 @@ fragment a version or two old is still corrected by the clipped ratio. Options (
   grad log pi * min(rho_bar, pi_now / mu) * (r + gamma * vs' - V), whatever the lag, and the clip
   bounds the step away from the current policy rather than from a stale one, where the behaviour
   ratio would already sit outside the clip range and give no gradient at all;
+* ``advantage="vtrace_minibatch"`` (feed-forward policies): no extra pass. Minibatches are whole
+  fragment columns, and each takes V-trace from its own forward pass, as IMPALA's learner does; the
+  clipped ratio is measured from the behaviour policy, as with GAE, so the advantage carries no
+  second importance weight: A = r + gamma * vs' - V. A sample that lags further than the clip range
+  gives no gradient (``vtrace`` still trains on it), but an update costs a quarter fewer passes. Each
+  minibatch's returns update the value statistics for its share of the batch;
 * ``max_staleness``: a sample acted by version v, trained when the trainer is at version V (or, if
   not given, the newest version in the batch), is s = V - v versions old; every epoch moves the
   policy about one version further, so epoch e trains only on samples with s + e <= max_staleness.
@@ -83,6 +89,9 @@ class PPO(Algorithm):
             raise TypeError("ppo.norm_obs needs a policy with an obs_normalizer, e.g. a subclass of "
                             "srl_lab.models.actor_critic.ActorCriticPolicy; or set norm_obs=False")
         self.recurrent = policy.recurrent
+        if self.recurrent and config.advantage == "vtrace_minibatch":
+            raise ValueError("ppo.advantage='vtrace_minibatch' takes V-trace from minibatches of whole fragments, "
+                             "which a recurrent policy trains in chunks: use advantage='vtrace'")
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr, eps=1e-5, fused=True)
         self.value_normalizer = ValueNormalizer(config.value_norm_beta) if config.norm_value else None
         self.env_steps_trained = 0
@@ -107,29 +116,31 @@ class PPO(Algorithm):
         # Advantages and returns in the scale of real returns.
         values, trunc_values, last_value = (self._denormalize(batch[k]) for k in
                                             ("values", "trunc_values", "last_value"))
-        ratio_base = batch["logp"]  # the policy the clipped ratio is measured from
-        if cfg.advantage == "vtrace":
-            logp_now, values_now, states = self._evaluate_everything(obs, actions, states, first)
-            ratio_base = logp_now
-            values = self._denormalize(values_now)
-            advantages, returns = vtrace(batch["rewards"], values, batch["terminated"], batch["truncated"],
-                                         trunc_values, last_value, logp_now - batch["logp"], cfg.gamma,
-                                         cfg.vtrace_rho_bar, cfg.vtrace_c_bar, cfg.gae_lambda)
-        else:
-            advantages, returns = gae(batch["rewards"], values, batch["terminated"], batch["truncated"],
-                                      trunc_values, last_value, cfg.gamma, cfg.gae_lambda)
-        # Value targets and the values to clip around, in the value head's scale.
-        if self.value_normalizer is not None:
-            self.value_normalizer.update(returns)
-        targets, old_values = self._normalize(returns), self._normalize(values)
-
         n = T * B
+        per_minibatch = cfg.advantage == "vtrace_minibatch"
+        if per_minibatch:  # each minibatch fills in its rows' advantages and targets from its own pass
+            flat = {k: torch.zeros(n, device=dev) for k in ("adv", "ret", "old_v")}
+            flat["old_logp"] = torch.as_tensor(batch["logp"].reshape(n), device=dev)
+        else:
+            ratio_base = batch["logp"]  # the policy the clipped ratio is measured from
+            if cfg.advantage == "vtrace":
+                logp_now, values_now, states = self._evaluate_everything(obs, actions, states, first)
+                ratio_base, values = logp_now, self._denormalize(values_now)
+                advantages, returns = self._vtrace(batch, values, trunc_values, last_value, logp_now)
+            else:
+                advantages, returns = gae(batch["rewards"], values, batch["terminated"], batch["truncated"],
+                                          trunc_values, last_value, cfg.gamma, cfg.gae_lambda)
+            # Value targets and the values to clip around, in the value head's scale.
+            if self.value_normalizer is not None:
+                self.value_normalizer.update(returns)
+            flat = {k: torch.as_tensor(np.asarray(v).reshape(n), device=dev) for k, v in
+                    (("old_logp", ratio_base), ("adv", advantages), ("ret", self._normalize(returns)),
+                     ("old_v", self._normalize(values)))}
+
         self.env_steps_trained += n
         if cfg.anneal_lr_steps:
             frac = max(0.0, 1.0 - self.env_steps_trained / cfg.anneal_lr_steps)
             self.optimizer.param_groups[0]["lr"] = cfg.lr * frac
-        flat = {k: torch.as_tensor(np.asarray(v).reshape(n), device=dev) for k, v in
-                (("old_logp", ratio_base), ("adv", advantages), ("ret", targets), ("old_v", old_values))}
         newest = int(batch["versions"].max()) if version is None else version
         staleness = torch.as_tensor((newest - batch["versions"]).reshape(n), device=dev)
         happened = (torch.ones(n, dtype=torch.bool, device=dev) if valid is None
@@ -143,9 +154,16 @@ class PPO(Algorithm):
             active = happened & (staleness + epoch <= cfg.max_staleness if cfg.max_staleness is not None
                                  else True)
             samples_used += int(active.sum())
-            minibatches = (self._chunk_minibatches(obs, actions, states, first, active, burn_in) if self.recurrent
-                           else self._row_minibatches(obs, actions, active))
+            if self.recurrent:
+                minibatches = self._chunk_minibatches(obs, actions, states, first, active, burn_in)
+            elif per_minibatch:
+                minibatches = self._column_minibatches(obs, actions, active)
+            else:
+                minibatches = self._row_minibatches(obs, actions, active)
             for idx, weight, logp, entropy, value in minibatches:
+                if per_minibatch:
+                    self._vtrace_from_pass(flat, batch, trunc_values, last_value, idx, logp, value,
+                                           first_visit=epoch == 0)
                 log_ratio = (logp - flat["old_logp"][idx]).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
                 ratio = log_ratio.exp()
                 adv = flat["adv"][idx]
@@ -186,6 +204,38 @@ class PPO(Algorithm):
             result["value_mean"], result["value_std"] = self.value_normalizer.mean_std()
         return result
 
+    # ------------------------------------------------------------------ V-trace
+    def _vtrace(self, batch: Batch, values: np.ndarray, trunc_values: np.ndarray, last_value: np.ndarray,
+                logp_now: np.ndarray, columns: Any = slice(None), weight_advantages: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """V-trace ``(advantages, returns)`` of the batch's fragment ``columns`` (all by default)."""
+        cfg = self.config
+        return vtrace(batch["rewards"][:, columns], values, batch["terminated"][:, columns],
+                      batch["truncated"][:, columns], trunc_values[:, columns], last_value[columns],
+                      logp_now - batch["logp"][:, columns], cfg.gamma, cfg.vtrace_rho_bar, cfg.vtrace_c_bar,
+                      cfg.gae_lambda, weight_advantages)
+
+    @torch.no_grad()
+    def _vtrace_from_pass(self, flat: dict[str, torch.Tensor], batch: Batch, trunc_values: np.ndarray,
+                          last_value: np.ndarray, idx: torch.Tensor, logp: torch.Tensor, value: torch.Tensor,
+                          first_visit: bool) -> None:
+        """``vtrace_minibatch``: fill ``flat``'s advantages and value targets at a column minibatch's rows
+        ``idx`` (step-major) from V-trace on that minibatch's own log-probs and values. On a row's first
+        visit its value also becomes the one the value clip measures from, and its returns update the
+        value statistics for its share of the batch."""
+        T, B = batch["rewards"].shape
+        columns = idx[:len(idx) // T].cpu().numpy()  # step 0's rows are the columns
+        logp_now = logp.view(T, -1).cpu().numpy()
+        values = self._denormalize(value.view(T, -1).cpu().numpy())
+        advantages, returns = self._vtrace(batch, values, trunc_values, last_value, logp_now, columns,
+                                           weight_advantages=False)
+        if first_visit:
+            if self.value_normalizer is not None:
+                self.value_normalizer.update(returns, share=len(columns) / B)
+            flat["old_v"][idx] = torch.as_tensor(self._normalize(values).reshape(-1), device=idx.device)
+        flat["adv"][idx] = torch.as_tensor(advantages.reshape(-1), device=idx.device)
+        flat["ret"][idx] = torch.as_tensor(self._normalize(returns).reshape(-1), device=idx.device)
+
     # ------------------------------------------------------------------ minibatches
     def _row_minibatches(self, obs: Any, actions: torch.Tensor, active: torch.Tensor) -> Iterator[Minibatch]:
         """Feed-forward: shuffled rows of the flattened ``[T * B]`` batch (active rows only)."""
@@ -200,6 +250,22 @@ class PPO(Algorithm):
             idx = candidates[start:start + mb]
             logp, entropy, value = self.policy.evaluate(_take(rows, idx), flat_actions[idx])
             yield idx, torch.ones_like(logp), logp, entropy, value
+
+    def _column_minibatches(self, obs: Any, actions: torch.Tensor, active: torch.Tensor) -> Iterator[Minibatch]:
+        """``vtrace_minibatch``: shuffled whole fragment columns ``[T, columns]``, rows step-major."""
+        T, B = actions.shape[:2]
+        rows = tree_map(lambda x: x.reshape(-1, *x.shape[2:]), obs)
+        flat_actions = actions.reshape(-1, *actions.shape[2:])
+        active = active.view(T, B)
+        columns = torch.nonzero(active.any(0)).squeeze(-1)
+        columns = columns[torch.randperm(len(columns), device=columns.device)]
+        per_mb = max(1, self._minibatch_rows(int(active.sum())) // T)
+        steps = torch.arange(T, device=columns.device)
+        for part in torch.tensor_split(columns, max(1, len(columns) // per_mb)):  # sizes within a column
+            if len(part):
+                idx = (steps[:, None] * B + part[None, :]).reshape(-1)
+                logp, entropy, value = self.policy.evaluate(_take(rows, idx), flat_actions[idx])
+                yield idx, active.reshape(-1)[idx].float(), logp, entropy, value
 
     def _minibatch_rows(self, rows: int) -> int:
         """Rows per minibatch: ``minibatch_size``, or ``rows`` split into ``minibatches`` (a batch that

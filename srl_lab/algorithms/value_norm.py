@@ -5,7 +5,7 @@ import numpy as np
 
 
 class ValueNormalizer:
-    """Debiased exponential moving mean and std of the value targets (one update per batch).
+    """Debiased exponential moving mean and std of the value targets (one update per batch, or its parts).
 
     ``normalize(R) = (R - mean) / std`` is what the value head learns; ``denormalize`` turns its
     outputs (the behaviour values the actors recorded) back into returns for the advantages. It is
@@ -19,8 +19,10 @@ class ValueNormalizer:
         self.second = 0.0  # EMA of E[R^2]
         self.debias = 0.0  # EMA of 1: divides out the zero start
 
-    def update(self, returns: np.ndarray) -> None:
-        b = self.beta
+    def update(self, returns: np.ndarray, share: float = 1.0) -> None:
+        """One batch's returns; a part of it (``share`` of its rows) moves the statistics that much, so a
+        batch fed in parts decays the old statistics by ``beta`` in all, as it would whole."""
+        b = self.beta ** share
         self.first = b * self.first + (1 - b) * float(np.mean(returns))
         self.second = b * self.second + (1 - b) * float(np.mean(np.square(returns)))
         self.debias = b * self.debias + (1 - b)

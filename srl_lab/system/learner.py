@@ -27,7 +27,7 @@ def needs_behaviour_values(config: ExperimentConfig) -> bool:
     """Whether the algorithm reads the actors' value of every step (a fragment's ``values``), or only
     the values that bootstrap its end and truncated episodes: PPO with V-trace computes its own, so
     inline actors then skip the critic on the other steps and send zeros there."""
-    return config.algorithm is not None or config.ppo.advantage != "vtrace"
+    return config.algorithm is not None or config.ppo.advantage == "gae"
 
 
 class Learner:
