@@ -330,8 +330,6 @@ def test_vtrace_corrects_stale_samples_to_the_truncated_importance_weighted_grad
     """Behaviour log-probs far from the current policy (samples several versions old): in V-trace mode
     the first gradient step is grad log pi * min(rho_bar, pi/mu) * (r + gamma vs' - V), normalised
     (numpy V-trace reference); plain PPO, whose ratio starts outside the clip, keeps no gradient for most."""
-    from test_advantages import reference_vtrace
-
     policy = cartpole_policy()
     batch = batch_for(policy)
     rng = np.random.default_rng(0)
@@ -339,14 +337,7 @@ def test_vtrace_corrects_stale_samples_to_the_truncated_importance_weighted_grad
     T, B = batch["rewards"].shape
     config = dataclasses.replace(SMALL, epochs=1, minibatch_size=T * B, advantage="vtrace", ent_coef=0.0,
                                  vf_coef=0.0, max_grad_norm=1e9, lr=1e-3)
-    obs = {"obs": torch.as_tensor(batch["obs"]).reshape(T * B, -1)}["obs"]
-    actions = torch.as_tensor(batch["actions"]).reshape(T * B)
-    with torch.no_grad():
-        logp_now, _, values_now = policy.evaluate(obs, actions)
-    log_rhos = logp_now.numpy().reshape(T, B) - batch["logp"]
-    adv, _ = reference_vtrace(batch["rewards"], values_now.numpy().reshape(T, B), batch["terminated"],
-                              batch["truncated"], batch["trunc_values"], batch["last_value"], log_rhos,
-                              config.gamma, config.vtrace_rho_bar, config.vtrace_c_bar, config.gae_lambda)
+    obs, actions, _, adv, _ = _reference_vtrace_now(policy, batch, config)
     adv = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
     adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
     logp, _, _ = policy.evaluate(obs, actions)
@@ -365,12 +356,27 @@ def test_vtrace_corrects_stale_samples_to_the_truncated_importance_weighted_grad
     assert plain["clip_frac"] > 0.3, plain  # the behaviour ratio of stale samples sits outside the clip
 
 
+def _reference_vtrace_now(policy, batch, config):
+    """A feed-forward CartPole batch's rows ``(obs, actions)`` flattened, and numpy reference V-trace of
+    the policy as it is now against the batch's behaviour log-probs: ``(log_rhos, advantages, vs)``."""
+    from test_advantages import reference_vtrace
+
+    T, B = batch["rewards"].shape
+    obs = torch.as_tensor(batch["obs"]).reshape(T * B, -1)
+    actions = torch.as_tensor(batch["actions"]).reshape(T * B)
+    with torch.no_grad():
+        logp_now, _, values_now = policy.evaluate(obs, actions)
+    log_rhos = logp_now.numpy().reshape(T, B) - batch["logp"]
+    adv, vs = reference_vtrace(batch["rewards"], values_now.numpy().reshape(T, B), batch["terminated"],
+                               batch["truncated"], batch["trunc_values"], batch["last_value"], log_rhos,
+                               config.gamma, config.vtrace_rho_bar, config.vtrace_c_bar, config.gae_lambda)
+    return obs, actions, log_rhos, adv, vs
+
+
 def test_vtrace_minibatch_takes_its_targets_from_the_minibatch_pass_and_clips_from_the_behaviour_policy():
     """``vtrace_minibatch``: with one minibatch of every column, the step's gradient is PPO's clipped
     surrogate against the behaviour log-probs with A = r + gamma vs' - V (no second importance weight),
     plus the value loss towards vs, both from V-trace on the pass being trained (numpy reference)."""
-    from test_advantages import reference_vtrace
-
     from srl_lab.algorithms.ppo import clipped_surrogate
 
     policy = cartpole_policy()
@@ -380,15 +386,7 @@ def test_vtrace_minibatch_takes_its_targets_from_the_minibatch_pass_and_clips_fr
     T, B = batch["rewards"].shape
     config = dataclasses.replace(SMALL, epochs=1, minibatch_size=T * B, advantage="vtrace_minibatch",
                                  ent_coef=0.0, vf_coef=0.5, max_grad_norm=1e9, lr=1e-3)
-    obs = torch.as_tensor(batch["obs"]).reshape(T * B, -1)
-    actions = torch.as_tensor(batch["actions"]).reshape(T * B)
-    with torch.no_grad():
-        logp_now, _, values_now = policy.evaluate(obs, actions)
-    log_rhos = logp_now.numpy().reshape(T, B) - batch["logp"]
-    weighted_adv, vs = reference_vtrace(batch["rewards"], values_now.numpy().reshape(T, B), batch["terminated"],
-                                        batch["truncated"], batch["trunc_values"], batch["last_value"], log_rhos,
-                                        config.gamma, config.vtrace_rho_bar, config.vtrace_c_bar,
-                                        config.gae_lambda)
+    obs, actions, log_rhos, weighted_adv, vs = _reference_vtrace_now(policy, batch, config)
     adv = torch.as_tensor((weighted_adv / np.minimum(config.vtrace_rho_bar, np.exp(log_rhos))).reshape(-1),
                           dtype=torch.float32)
     adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
