@@ -414,13 +414,18 @@ def test_vtrace_minibatch_minibatches_are_whole_fragment_columns():
     batch = batch_for(policy)
     T, B = batch["rewards"].shape
     algorithm = PPO(policy, dataclasses.replace(SMALL, epochs=1, minibatch_size=2 * T, advantage="vtrace_minibatch"))
-    seen = []
-    evaluate = policy.evaluate
-    policy.evaluate = lambda obs, actions: (seen.append(len(actions)), evaluate(obs, actions))[1]
-    train_rows = []
-    original = algorithm._vtrace_from_pass
-    algorithm._vtrace_from_pass = lambda flat, b, tv, lv, idx, *rest, **kw: (
-        train_rows.append(idx.clone()), original(flat, b, tv, lv, idx, *rest, **kw))[1]
+    seen, train_rows = [], []
+    evaluate, vtrace_from_pass = policy.evaluate, algorithm._vtrace_from_pass
+
+    def counted_evaluate(obs, actions):
+        seen.append(len(actions))
+        return evaluate(obs, actions)
+
+    def recorded_vtrace_from_pass(flat, batch, trunc_values, last_value, idx, *rest, **kwargs):
+        train_rows.append(idx.clone())
+        return vtrace_from_pass(flat, batch, trunc_values, last_value, idx, *rest, **kwargs)
+
+    policy.evaluate, algorithm._vtrace_from_pass = counted_evaluate, recorded_vtrace_from_pass
     algorithm.train(batch, version=0)
     assert seen == [2 * T] * (B // 2)  # no extra pass over the batch
     columns = [sorted(set((idx % B).tolist())) for idx in train_rows]

@@ -239,8 +239,7 @@ class PPO(Algorithm):
     # ------------------------------------------------------------------ minibatches
     def _row_minibatches(self, obs: Any, actions: torch.Tensor, active: torch.Tensor) -> Iterator[Minibatch]:
         """Feed-forward: shuffled rows of the flattened ``[T * B]`` batch (active rows only)."""
-        rows = tree_map(lambda x: x.reshape(-1, *x.shape[2:]), obs)
-        flat_actions = actions.reshape(-1, *actions.shape[2:])
+        rows, flat_actions = _flatten_steps(obs, actions)
         candidates = torch.nonzero(active).squeeze(-1)
         candidates = candidates[torch.randperm(len(candidates), device=candidates.device)]
         mb = min(self._minibatch_rows(len(candidates)), len(candidates))
@@ -254,8 +253,7 @@ class PPO(Algorithm):
     def _column_minibatches(self, obs: Any, actions: torch.Tensor, active: torch.Tensor) -> Iterator[Minibatch]:
         """``vtrace_minibatch``: shuffled whole fragment columns ``[T, columns]``, rows step-major."""
         T, B = actions.shape[:2]
-        rows = tree_map(lambda x: x.reshape(-1, *x.shape[2:]), obs)
-        flat_actions = actions.reshape(-1, *actions.shape[2:])
+        rows, flat_actions = _flatten_steps(obs, actions)
         active = active.view(T, B)
         columns = torch.nonzero(active.any(0)).squeeze(-1)
         columns = columns[torch.randperm(len(columns), device=columns.device)]
@@ -328,8 +326,7 @@ class PPO(Algorithm):
                 logps.append(dist.log_prob(actions[start:start + L]))
                 values.append(value)
             return torch.cat(logps).cpu().numpy(), torch.cat(values).cpu().numpy(), states
-        rows = tree_map(lambda x: x.reshape(T * B, *x.shape[2:]), obs)
-        flat_actions = actions.reshape(T * B, *actions.shape[2:])
+        rows, flat_actions = _flatten_steps(obs, actions)
         size = self._minibatch_rows(T * B)
         parts = [self.policy.evaluate(_take(rows, slice(i, i + size)), flat_actions[i:i + size])
                  for i in range(0, T * B, size)]
@@ -359,6 +356,11 @@ class PPO(Algorithm):
         self.env_steps_trained = state["env_steps_trained"]
         if self.value_normalizer is not None and "value_normalizer" in state:
             self.value_normalizer.load_state_dict(state["value_normalizer"])
+
+
+def _flatten_steps(obs: Any, actions: torch.Tensor) -> tuple[Any, torch.Tensor]:
+    """``[T, B, ...]`` observations and actions as ``[T * B, ...]`` rows, step-major."""
+    return tree_map(lambda x: x.reshape(-1, *x.shape[2:]), obs), actions.reshape(-1, *actions.shape[2:])
 
 
 def _take(obs: Any, index: Any) -> Any:

@@ -27,8 +27,9 @@
 
 What the sizes share: the masked entity-attention policy with a separate unmasked critic (the
 spec's architecture), normalised observations and values, V-trace, so fragments up to
-``max_version_lag`` versions old are corrected instead of dropped, and a batch of the size's per actor worker sending, in as many minibatches
-whatever the count, so that the policy lag stays near one actor's, also when actors are added live.
+``max_version_lag`` versions old are corrected instead of dropped, and a batch of the size's per
+actor worker sending, in as many minibatches whatever the count, so that the policy lag stays near
+one actor's, also when actors are added live.
 Hiders start in the room, as in the original quadrant game.
 """
 from __future__ import annotations
