@@ -19,7 +19,7 @@
   (``benchmarks/hide_and_seek_throughput.py`` measures the whole run; ``docs/hide_and_seek_learning.md``
   the learning). Its PPO takes V-trace from each minibatch's own pass (``vtrace_minibatch``), the
   clip measured from the acting policy: no extra pass, 1.4x the trained rows/s at one actor, and in
-  five 30-minute runs hider gains of 12.3-25.3 points (four of 20 or more) where the earlier
+  ten 30-minute runs hider gains of 12.3-26.3 points (seven of 20 or more) where the earlier
   default's had a median of 14.5;
 - ``"cluster"``: 2 v 2 with the 128-wide model and 16k-step batches, for many actor cores and a
   trainer on a GPU; it keeps a learning rate of 6e-4 and V-trace's own pass (the laptop's choices
