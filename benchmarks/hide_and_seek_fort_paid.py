@@ -15,8 +15,8 @@ Why: in self-play a fort pays only through the seeker's later failure to see the
 seeker that keeps changing, and hiders that leave the room earn nearly as much. Here the pay is
 immediate, per door, and nothing else pays, so the samples this takes to reach a fort rate of 0.5
 bound from below what self-play needs with the same network, optimiser and budget of samples.
-A 30-minute self-play run of the laptop default trains ~21 M env steps, 40 % of them in
-preparation: about 8.5 M hider samples in which a fort can be built.
+A 30-minute self-play run of the laptop default makes 19-32 M env steps (the machines differ), 40 %
+of them in preparation: 8-13 M hider samples in which a fort can be built.
 
 How it could mislead: this is reward shaping, the thing the learning benchmark forbids; it is a
 measure of learnability, never a way to train. Acting and training alternate in one process, so a

@@ -48,7 +48,7 @@ minutes 48-57 (0.18-0.20 in one-door rooms), the first rise that held; a second 
 kept), below 0.012.
 Paid for forts directly when preparation ends (``hide_and_seek_fort_paid.py``, a diagnostic that
 shapes the reward), the same network and PPO reached a fort rate of 0.46-0.49 only after 14-16 M
-preparation samples, where a 30-minute run here has about 8.5 M: the 30-minute fort target asks for
+preparation samples, where a 30-minute run here has 8-13 M: the 30-minute fort target asks for
 more samples per second or a learner that needs fewer, not only a better self-play schedule.
 
 The last stdout line is one JSON object.

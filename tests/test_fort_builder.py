@@ -67,7 +67,7 @@ def test_the_paid_fort_diagnostic_ends_at_preparation_and_pays_the_hider_per_doo
         assert not first.terminated[0] and first.reward[0].tolist() == [0.0, 0.0]
         assert last.terminated[0] and last.reward[0].tolist() == [hider_pay, 0.0], pay
 
-    paid.main(["--size", "short", "--minutes", "0.1", "--report-every", "0.05"])
+    paid.main(["--size", "short", "--minutes", "0.04", "--report-every", "0.02"])
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["updates"] >= 1 and report["episodes"] > 0 and report["reports"], report
     assert all(0.0 <= report["last_10pct"][k] <= 1.0 for k in ("fort_prep", "doors_blocked_prep")), report
