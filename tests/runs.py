@@ -127,3 +127,15 @@ def assert_event_files_match_metrics(run_dir: str | Path) -> None:
         steps = [e.step for e in events]
         assert all(a < b for a, b in zip(steps, steps[1:])), (tag, steps)
     assert sum(e.value for e in scalars["episode/count"]) == len(episodes)
+
+
+def load_benchmark(name: str):
+    """The module ``benchmarks/<name>.py``, loaded from its file (``benchmarks`` is no package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import math
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +24,7 @@ from srl_lab.models.mlp import MLPPolicy
 from srl_lab.models.mlp_lstm import MLPLSTMPolicy
 from srl_lab.system.controller import launch
 from srl_lab.system.learner import Learner
+from runs import load_benchmark
 
 SMALL = PPOConfig(epochs=2, minibatch_size=64)
 
@@ -279,14 +278,6 @@ def test_vtrace_chunks_start_from_the_states_of_the_proximal_pass():
     assert stats["approx_kl"] < 1e-9 and stats["clip_frac"] == 0.0, stats
 
 
-def _benchmark(name: str):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_a2c_improves_cartpole_in_the_runtime(dask_client, tmp_path):
     config = ExperimentConfig(name="a2c", algorithm=A2C, trainer=TrainerConfig(batch_steps=512),
@@ -306,7 +297,7 @@ def test_a2c_improves_cartpole_in_the_runtime(dask_client, tmp_path):
 
 @pytest.mark.slow
 def test_ppo_gaussian_head_swings_up_the_pendulum_in_the_runtime(dask_client, tmp_path):
-    run = launch(_benchmark("pendulum").config(), client=dask_client, run_dir=str(tmp_path))
+    run = launch(load_benchmark("pendulum").config(), client=dask_client, run_dir=str(tmp_path))
     try:
         status = run.wait(target_return=-250.0, seconds=180, progress=False)
     finally:

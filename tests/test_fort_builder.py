@@ -7,16 +7,15 @@ would then ask for something the env no longer allows.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 
 from srl_lab.envs.hide_and_seek import spec
 from srl_lab.envs.hide_and_seek.fort_builder import door_spot, fort_reach, room_doors
 from srl_lab.envs.hide_and_seek.scene import HIDER, SEEKER, Agent, Box, Scene, Wall, outer_walls
+from runs import load_benchmark
 
 
 def test_the_room_doors_are_the_open_stretches_of_its_two_inner_walls() -> None:
@@ -39,19 +38,11 @@ def test_a_lone_hider_can_close_every_door_of_the_room_in_preparation() -> None:
     assert all(e["plans"] == 2 * e["num_doors"] for e in episodes)  # 2 cubes: each pairing and order
 
 
-def _load_benchmark(name: str):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec_ = importlib.util.spec_from_file_location(f"loaded_{name}", path)
-    module = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(module)
-    return module
-
-
 def test_the_paid_fort_diagnostic_ends_at_preparation_and_pays_the_hider_per_door_closed(capsys) -> None:
     """One of the room's two doors closed by a hider-locked cube when preparation ends pays the hider
     half the play steps (``--pay doors``), or nothing (``--pay fort``: the room is not closed), and
     nothing before; the seeker's rows are not trained."""
-    paid = _load_benchmark("hide_and_seek_fort_paid")
+    paid = load_benchmark("hide_and_seek_fort_paid")
     prep = spec.prep_steps(spec.DEFAULT_HORIZON["quadrant"])
     face = 3.0 + spec.WALL_THICKNESS / 2
     walls = [*outer_walls(), Wall(3, 3, 3, 4.0), Wall(3, 4.4, 3, 6), Wall(3, 3, 4.6, 3), Wall(5, 3, 6, 3)]
