@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,9 @@ from srl_lab.envs.hide_and_seek.lite import HideAndSeekLite
 from srl_lab.envs.hide_and_seek.showcase import SIZES, showcase_config
 from srl_lab.system.learner import Learner
 from srl_lab.system.single_process import SharedPolicyInference, learner_ring
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hide_and_seek_frozen_seeker import train_reporting  # noqa: E402
 
 ENV_ID = "hide_and_seek_lite_fort_paid"
 PAID_STATS = {"doors": "doors_blocked_prep", "fort": "fort_prep"}  # --pay: per door closed, or per room
@@ -106,15 +110,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     learner = Learner(config)
     ring = learner_ring(config, learner, SharedPolicyInference(learner))
-    start, reports = time.monotonic(), []
     hider_samples = lambda: ring.counters["env_steps"]  # one hider per env step  # noqa: E731
-    while (elapsed := time.monotonic() - start) < 60 * args.minutes or not learner.version:  # one update at least
-        ring.step(lambda: False)
-        if elapsed >= 60 * args.report_every * (len(reports) + 1) and learner.episodes:
-            reports.append({"minute": round(elapsed / 60, 1), "updates": learner.version,
-                            "hider_samples": hider_samples(), **summary(learner.episodes[-2000:])})
-            print(json.dumps(reports[-1]), flush=True)
-    ring.close()
+    reports = train_reporting(ring, learner, args.minutes, args.report_every,
+                              lambda: {"hider_samples": hider_samples(), **summary(learner.episodes[-2000:])})
     episodes = learner.episodes
     tenth = max(1, len(episodes) // 10)
     first_half = next((r["hider_samples"] for r in reports if (r["fort_prep"] or 0) >= 0.5), None)

@@ -35,7 +35,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -90,6 +90,20 @@ def summary(episodes: list[dict[str, float]]) -> dict[str, float | None]:
             for key in STATS}
 
 
+def train_reporting(ring: Any, learner: Learner, minutes: float, report_every: float,
+                    report: Callable[[], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Step ``ring`` for ``minutes`` (one update at least), then close it; every ``report_every``
+    minutes print and keep ``{"minute", "updates", **report()}``. The reports, in order."""
+    start, reports = time.monotonic(), []
+    while (elapsed := time.monotonic() - start) < 60 * minutes or not learner.version:
+        ring.step(lambda: False)
+        if elapsed >= 60 * report_every * (len(reports) + 1) and learner.episodes:
+            reports.append({"minute": round(elapsed / 60, 1), "updates": learner.version, **report()})
+            print(json.dumps(reports[-1]), flush=True)
+    ring.close()
+    return reports
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", required=True, help="a finished 1v1 lite-quadrant run: its final policy seeks")
@@ -116,15 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     learner = Learner(config)
     ring = learner_ring(config, learner, SharedPolicyInference(learner))
-    start, reports = time.monotonic(), []
-    while (elapsed := time.monotonic() - start) < 60 * args.minutes or not learner.version:  # one update at least
-        ring.step(lambda: False)
-        if elapsed >= 60 * args.report_every * (len(reports) + 1) and learner.episodes:
-            recent = learner.episodes[-2000:]
-            reports.append({"minute": round(elapsed / 60, 1), "updates": learner.version,
-                            "env_steps": ring.counters["env_steps"], **summary(recent)})
-            print(json.dumps(reports[-1]), flush=True)
-    ring.close()
+    reports = train_reporting(ring, learner, args.minutes, args.report_every,
+                              lambda: {"env_steps": ring.counters["env_steps"], **summary(learner.episodes[-2000:])})
     episodes = learner.episodes
     tenth = max(1, len(episodes) // 10)
     print(json.dumps({"seeker_checkpoint": path, "seeker_version": version, "minutes": args.minutes,
